@@ -1,0 +1,73 @@
+# socktune: make (library + command), make test, make demo, make bench, make install.
+-include config.mak
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+
+WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
+           -Wno-format-nonliteral
+CFLAGS  ?= -O2 -g
+ST_CFLAGS := -std=gnu11 $(WARN) -fno-common -fstack-protector-strong \
+             -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iinclude -Ishim $(CFLAGS)
+ifeq ($(CI),true)
+ST_CFLAGS += -Werror
+endif
+ifneq ($(WERROR),)
+ST_CFLAGS += -Werror
+endif
+LDFLAGS ?=
+SHLIB_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=shim/libsocktune.map
+LIBS    := -ldl -lpthread
+
+LIB_SRC    := shim/hooks.c shim/apply.c shim/fdtable.c shim/log.c shim/host.c shim/policy.c
+LIB_OBJ    := $(LIB_SRC:shim/%.c=$(BUILD)/lib/%.o)
+HDRS       := include/socktune.h shim/shim.h
+
+LIB := $(BUILD)/libsocktune.so
+
+UNIT_SRC   := $(wildcard tests/unit/*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
+
+.PHONY: all test demo clean install uninstall
+all: $(LIB)
+
+$(BUILD)/lib/%.o: shim/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(LIB): $(LIB_OBJ) shim/libsocktune.map
+	$(CC) $(ST_CFLAGS) $(SHLIB_LDFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
+
+# Unit tests link the pure parts directly: no preload involved.
+$(BUILD)/tests/unit/%: tests/unit/%.c shim/policy.c shim/host.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -o $@ $< shim/policy.c shim/host.c
+
+# Test servers and clients: plain programs that know nothing of socktune.
+$(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -Itests/helpers -o $@ $< -lpthread
+
+$(BUILD)/tests/bin/common: ;
+
+test-bins: $(LIB) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN))
+
+test: test-bins
+	@BUILD=$(BUILD) sh tests/run.sh
+
+demo: $(LIB) $(BUILD)/tests/bin/client
+	@BUILD=$(BUILD) sh examples/demo.sh
+
+clean:
+	rm -rf $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libsocktune.so
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libsocktune.so

@@ -1,0 +1,127 @@
+/* socktune: what the library (shim/) and the command (build/socktune) share.
+ *
+ * Every SOCKTUNE_* variable is listed once, in ST_VARIABLES below: its name, the
+ * command-line option that mirrors it, its type and range, its default and a one-line
+ * description.  The library's environment reader, the command's option parser, its
+ * --help and the documentation test all walk this one list, so they cannot disagree.
+ */
+#ifndef SOCKTUNE_H
+#define SOCKTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ST_VERSION "0.1.0"
+#define ST_ENV_PREFIX "SOCKTUNE_"
+
+enum st_type {
+	ST_T_SIZE,     /* integer with optional K, M, G suffix (powers of 1024) */
+	ST_T_INT,      /* decimal integer in [min, max] */
+	ST_T_BOOL,     /* 1/0, yes/no, on/off, true/false */
+	ST_T_PORTS,    /* 80,443,8000-8099 */
+	ST_T_LOGLEVEL, /* off, error, warn, info, debug */
+	ST_T_PATH,     /* a file path; %p becomes the pid */
+};
+
+/* X(id, ENV suffix, option, type, min, max, argument, default, help)
+ * option is the long option of the command (without "--"); booleans take no argument there. */
+#define ST_VARIABLES(X)                                                                          \
+	X(RCVBUF, "RCVBUF", "rcvbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
+	  "SO_RCVBUF on listeners, set before listen() so the window scale matches")                 \
+	X(RCVBUF_FORCE, "RCVBUF_FORCE", "rcvbuf-force", ST_T_BOOL, 0, 1, "", "off",                  \
+	  "try SO_RCVBUFFORCE first (CAP_NET_ADMIN, ignores net.core.rmem_max)")                     \
+	X(SNDBUF, "SNDBUF", "sndbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
+	  "SO_SNDBUF on listeners (clamped by net.core.wmem_max)")                                   \
+	X(BACKLOG, "BACKLOG", "backlog", ST_T_INT, 1, 2147483647, "N", "unset (the app's)",          \
+	  "replace the backlog the app passes to listen()")                                          \
+	X(BACKLOG_MIN, "BACKLOG_MIN", "backlog-min", ST_T_INT, 1, 2147483647, "N", "unset",          \
+	  "raise the app's backlog to at least N")                                                   \
+	X(BACKLOG_MAX, "BACKLOG_MAX", "backlog-max", ST_T_INT, 1, 2147483647, "N", "unset",          \
+	  "lower the app's backlog to at most N")                                                    \
+	X(NODELAY, "NODELAY", "nodelay", ST_T_BOOL, 0, 1, "", "unset (the app's)",                   \
+	  "TCP_NODELAY on listeners (accepted sockets inherit it)")                                  \
+	X(QUICKACK, "QUICKACK", "quickack", ST_T_BOOL, 0, 1, "", "off",                              \
+	  "TCP_QUICKACK on accepted sockets, re-armed after every receive that returned data")       \
+	X(PORTS, "PORTS", "ports", ST_T_PORTS, 0, 0, "LIST", "every TCP listener",                   \
+	  "tune only listeners bound to these local ports, e.g. 80,443,8000-8099")                   \
+	X(LOG, "LOG", "log-level", ST_T_LOGLEVEL, 0, 4, "LEVEL", "info",                             \
+	  "off, error, warn, info or debug")                                                         \
+	X(LOG_FILE, "LOG_FILE", "log-file", ST_T_PATH, 0, 0, "PATH", "stderr",                       \
+	  "append log lines to PATH (%p becomes the pid)")                                           \
+	X(DISABLE, "DISABLE", "disable", ST_T_BOOL, 0, 1, "", "off",                                 \
+	  "the library does nothing at all")
+
+enum st_var_id {
+#define ST_ENUM(id, ...) ST_V_##id,
+	ST_VARIABLES(ST_ENUM)
+#undef ST_ENUM
+	ST_V_COUNT
+};
+
+struct st_var {
+	const char *env;    /* "SOCKTUNE_RCVBUF" */
+	const char *option; /* "rcvbuf" */
+	enum st_type type;
+	long long min, max;
+	const char *arg;  /* argument name for --help, "" for flags */
+	const char *dflt; /* what happens when unset */
+	const char *help;
+};
+
+extern const struct st_var st_vars[ST_V_COUNT];
+
+enum st_log_level { ST_LOG_OFF, ST_LOG_ERROR, ST_LOG_WARN, ST_LOG_INFO, ST_LOG_DEBUG };
+
+#define ST_PORTS_WORDS (65536 / 64)
+
+struct st_policy {
+	uint64_t set;             /* bit (1 << id) for each variable given a valid value */
+	long long num[ST_V_COUNT]; /* sizes, integers, booleans and the log level */
+	uint64_t ports[ST_PORTS_WORDS];
+	char log_file[512];
+};
+
+static inline int st_has(const struct st_policy *p, enum st_var_id id)
+{
+	return (p->set >> id) & 1;
+}
+
+static inline int st_on(const struct st_policy *p, enum st_var_id id)
+{
+	return st_has(p, id) && p->num[id];
+}
+
+static inline int st_port_in(const struct st_policy *p, unsigned port)
+{
+	return port < 65536 && ((p->ports[port / 64] >> (port % 64)) & 1);
+}
+
+/* Parsers for one value.  Each returns 0, or -1 with a message in err (no variable name:
+ * the caller names the variable or option, since only it knows which one was used). */
+int st_parse_size(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+int st_parse_int(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+int st_parse_bool(const char *s, long long *out, char *err, size_t n);
+int st_parse_ports(const char *s, uint64_t *bits, char *err, size_t n);
+int st_parse_log_level(const char *s, long long *out, char *err, size_t n);
+
+/* Parse value s for variable id into p (marks it set).  Returns 0 or -1 with err. */
+int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n);
+
+/* Find a variable by its full environment name ("SOCKTUNE_RCVBUF") or by its option name
+ * ("rcvbuf").  Returns the id or -1. */
+int st_var_by_env(const char *name);
+int st_var_by_option(const char *name);
+
+/* Variables that are not policy but are read by the tools (the command's library path). */
+#define ST_ENV_LIBRARY "SOCKTUNE_LIBRARY"
+
+/* Walk an environment block (envp style, NULL-terminated) and fill p from every SOCKTUNE_*
+ * entry.  on_error is called once per bad or unknown variable with the variable's name, its
+ * value and a message; the rest still applies.  Returns the number of errors. */
+typedef void (*st_error_fn)(void *ctx, const char *name, const char *value, const char *msg);
+int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_error, void *ctx);
+
+/* Expand %p in a log file path.  Returns 0, or -1 if it does not fit. */
+int st_expand_path(const char *pattern, long pid, char *out, size_t n);
+
+#endif

@@ -1,0 +1,78 @@
+/* The per-descriptor table: one word per fd, sized from RLIMIT_NOFILE, made once with
+ * mmap (no malloc: hooks may run inside another library's constructor or a signal
+ * handler), read and written with relaxed atomics, never locked.  Pages are touched only
+ * for descriptors actually used. */
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "shim.h"
+
+_Atomic(struct st_fdmap *) st_fdmap;
+
+#define ST_FDTAB_MIN 65536u
+#define ST_FDTAB_MAX (1u << 22) /* 4M descriptors, 16 MiB of address space at most */
+
+static struct st_fdmap *fdmap_make(void)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (m)
+		return m;
+
+	struct rlimit rl;
+	rlim_t n = ST_FDTAB_MIN;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		n = rl.rlim_max > n ? rl.rlim_max : n; /* the app may raise its soft limit later */
+	if (n > ST_FDTAB_MAX)
+		n = ST_FDTAB_MAX;
+
+	size_t bytes = sizeof *m + n * sizeof m->ent[0];
+	struct st_fdmap *made = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (made == MAP_FAILED)
+		return NULL;
+	made->size = (unsigned)n;
+	struct st_fdmap *expect = NULL;
+	if (!atomic_compare_exchange_strong_explicit(&st_fdmap, &expect, made, memory_order_acq_rel,
+	                                             memory_order_acquire)) {
+		munmap(made, bytes); /* another thread made it first */
+		return expect;
+	}
+	return made;
+}
+
+void st_fd_set(int fd, uint32_t v)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (!m) {
+		if (v == 0)
+			return;
+		m = fdmap_make();
+		if (!m)
+			return;
+	}
+	if (fd < 0 || (unsigned)fd >= m->size)
+		return;
+	atomic_store_explicit(&m->ent[fd], v, memory_order_relaxed);
+	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
+	while ((unsigned)fd >= high &&
+	       !atomic_compare_exchange_weak_explicit(&m->high, &high, (unsigned)fd + 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+void st_fd_forget(unsigned first, unsigned last)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (!m)
+		return;
+	/* close_range(3, ~0U) must not walk (and fault in) the whole table: stop at the
+	 * highest descriptor ever marked. */
+	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
+	if (high == 0 || first >= high)
+		return;
+	if (last >= high)
+		last = high - 1;
+	for (unsigned fd = first; fd <= last; fd++)
+		if (atomic_load_explicit(&m->ent[fd], memory_order_relaxed))
+			atomic_store_explicit(&m->ent[fd], 0, memory_order_relaxed);
+}

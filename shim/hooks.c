@@ -1,0 +1,249 @@
+/* The exported hooks, each a few lines: call the real function, keep its result and errno,
+ * and hand the descriptor to apply.c.  Also the one-time init that resolves the real
+ * functions and reads the policy, which the constructor and every hook may trigger. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define ST_EXPORT __attribute__((visibility("default")))
+
+struct st_real st_real;
+struct st_policy st_policy;
+_Atomic int st_ready;
+int st_enabled;
+
+extern char **environ;
+
+static void die(const char *name, const char *why)
+{
+	char msg[160];
+	int n = snprintf(msg, sizeof msg, "socktune: fatal: %s: %s\n", name, why);
+	ssize_t w = write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0);
+	(void)w;
+	abort();
+}
+
+/* The next definition after ours, libc's.  Getting our own hook back would mean endless
+ * recursion (proxychains-ng's load_sym makes the same check). */
+static void *load_sym(const char *name, void *ours, int optional)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+	if (sym == ours)
+		die(name, "dlsym(RTLD_NEXT) returned the hook itself");
+	if (!sym && !optional)
+		die(name, "not found in the libraries after libsocktune");
+	return sym;
+}
+
+ST_EXPORT int close_range(unsigned first, unsigned last, int flags);
+ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ST_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                 struct sockaddr *addr, socklen_t *len);
+
+static void on_config_error(void *ctx, const char *name, const char *value, const char *msg)
+{
+	(void)ctx;
+	st_log_defer(name, value, msg);
+}
+
+static void init_once(void)
+{
+#define LOAD(field, name, hook, optional) \
+	st_real.field = (__typeof__(st_real.field))load_sym(name, (void *)(hook), optional)
+	LOAD(socket, "socket", socket, 0);
+	LOAD(bind, "bind", bind, 0);
+	LOAD(listen, "listen", listen, 0);
+	LOAD(accept, "accept", accept, 0);
+	LOAD(accept4, "accept4", accept4, 0);
+	LOAD(close, "close", close, 0);
+	LOAD(close_range, "close_range", close_range, 1);
+	LOAD(read, "read", read, 0);
+	LOAD(readv, "readv", readv, 0);
+	LOAD(recv, "recv", recv, 0);
+	LOAD(recvfrom, "recvfrom", recvfrom, 0);
+	LOAD(recvmsg, "recvmsg", recvmsg, 0);
+	LOAD(read_chk, "__read_chk", __read_chk, 1);
+	LOAD(recv_chk, "__recv_chk", __recv_chk, 1);
+	LOAD(recvfrom_chk, "__recvfrom_chk", __recvfrom_chk, 1);
+	LOAD(setsockopt, "setsockopt", NULL, 0);
+	LOAD(getsockopt, "getsockopt", NULL, 0);
+#undef LOAD
+
+	/* A setuid or file-capability program: the loader should have dropped LD_PRELOAD; if we
+	 * are here all the same, do nothing and trust no variable. */
+	if (getauxval(AT_SECURE))
+		return;
+	st_policy_from_env(&st_policy, environ, on_config_error, NULL);
+	if (st_on(&st_policy, ST_V_DISABLE))
+		return;
+	st_log_init(&st_policy);
+	st_enabled = 1;
+}
+
+void st_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, init_once);
+	atomic_store_explicit(&st_ready, 1, memory_order_release);
+}
+
+__attribute__((constructor)) static void st_constructor(void)
+{
+	st_init();
+}
+
+/* ---- sockets ---- */
+
+ST_EXPORT int socket(int domain, int type, int protocol)
+{
+	int live = st_live();
+	int fd = st_real.socket(domain, type, protocol);
+	if (live && fd >= 0) {
+		int saved = errno;
+		st_socket_made(fd, domain, type, protocol);
+		errno = saved;
+	}
+	return fd;
+}
+
+ST_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	st_live();
+	return st_real.bind(fd, addr, len);
+}
+
+ST_EXPORT int listen(int fd, int backlog)
+{
+	if (!st_live())
+		return st_real.listen(fd, backlog);
+	return st_listen(fd, backlog);
+}
+
+ST_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	int live = st_live();
+	int cfd = st_real.accept(fd, addr, len);
+	if (live && cfd >= 0) {
+		int saved = errno;
+		st_accepted(fd, cfd);
+		errno = saved;
+	}
+	return cfd;
+}
+
+ST_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int live = st_live();
+	int cfd = st_real.accept4(fd, addr, len, flags);
+	if (live && cfd >= 0) {
+		int saved = errno;
+		st_accepted(fd, cfd);
+		errno = saved;
+	}
+	return cfd;
+}
+
+ST_EXPORT int close(int fd)
+{
+	if (st_live() && fd >= 0)
+		st_closing((unsigned)fd, (unsigned)fd);
+	return st_real.close(fd);
+}
+
+ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (!st_live() || !st_real.close_range) {
+		if (!st_real.close_range) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return st_real.close_range(first, last, flags);
+	}
+	int r = st_real.close_range(first, last, flags);
+	/* CLOSE_RANGE_CLOEXEC (4) only marks the descriptors; they stay open. */
+	if (r == 0 && !(flags & 4)) {
+		int saved = errno;
+		st_closing(first, last);
+		errno = saved;
+	}
+	return r;
+}
+
+/* ---- receive calls: quick-ack re-arm; a single table load for every other descriptor ---- */
+
+ST_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	st_live();
+	ssize_t r = st_real.read(fd, buf, n);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	st_live();
+	ssize_t r = st_real.readv(fd, iov, cnt);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	st_live();
+	ssize_t r = st_real.recv(fd, buf, n, flags);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+                           socklen_t *len)
+{
+	st_live();
+	ssize_t r = st_real.recvfrom(fd, buf, n, flags, addr, len);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	st_live();
+	ssize_t r = st_real.recvmsg(fd, msg, flags);
+	st_after_receive(fd, r);
+	return r;
+}
+
+/* _FORTIFY_SOURCE builds call these instead; glibc checks the buffer size in them. */
+ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	st_live();
+	ssize_t r = st_real.read_chk ? st_real.read_chk(fd, buf, n, buflen) : st_real.read(fd, buf, n);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	st_live();
+	ssize_t r = st_real.recv_chk ? st_real.recv_chk(fd, buf, n, buflen, flags)
+	                             : st_real.recv(fd, buf, n, flags);
+	st_after_receive(fd, r);
+	return r;
+}
+
+ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                 struct sockaddr *addr, socklen_t *len)
+{
+	st_live();
+	ssize_t r = st_real.recvfrom_chk ? st_real.recvfrom_chk(fd, buf, n, buflen, flags, addr, len)
+	                                 : st_real.recvfrom(fd, buf, n, flags, addr, len);
+	st_after_receive(fd, r);
+	return r;
+}

@@ -1,0 +1,149 @@
+/* Logging: logfmt lines prefixed "socktune pid=N level=L", each formatted into one buffer
+ * and written with one write(2), to SOCKTUNE_LOG_FILE or stderr, never stdout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+int st_log_level = ST_LOG_INFO;
+static const char *log_pattern; /* SOCKTUNE_LOG_FILE, or NULL for stderr */
+static _Atomic int log_fd = -1;  /* -1: not opened yet */
+static _Atomic long log_pid;     /* the pid the file was opened for (%p) */
+
+static const char *const level_names[] = {"off", "error", "warn", "info", "debug"};
+
+void st_log_init(const struct st_policy *p)
+{
+	if (st_has(p, ST_V_LOG))
+		st_log_level = (int)p->num[ST_V_LOG];
+	if (st_has(p, ST_V_LOG_FILE))
+		log_pattern = p->log_file;
+}
+
+static void log_write(int fd, const char *buf, size_t len)
+{
+	/* A log line must never kill the server: block SIGPIPE for this thread while writing to
+	 * a pipe whose reader is gone, and swallow the one we raised. */
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigset_t pending;
+	sigpending(&pending);
+	int was_pending = sigismember(&pending, SIGPIPE);
+
+	int saved = errno;
+	long r = syscall(SYS_write, fd, buf, len);
+	if (r < 0 && errno == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	errno = saved;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static int log_open(void)
+{
+	if (!log_pattern)
+		return STDERR_FILENO;
+	long pid = getpid();
+	int fd = atomic_load(&log_fd);
+	if (fd >= 0 && atomic_load(&log_pid) == pid)
+		return fd;
+
+	char path[sizeof st_policy.log_file + 24];
+	int nfd = -1;
+	if (st_expand_path(log_pattern, pid, path, sizeof path) == 0)
+		nfd = (int)syscall(SYS_openat, AT_FDCWD, path,
+		                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+	if (nfd < 0) {
+		const char *pat = log_pattern;
+		log_pattern = NULL; /* from now on: stderr */
+		char line[768];
+		int n = snprintf(line, sizeof line,
+		                 "socktune pid=%ld level=warn event=log-file var=SOCKTUNE_LOG_FILE "
+		                 "path=\"%s\" error=\"%s\" action=stderr\n",
+		                 pid, pat, strerror(errno));
+		if (n > 0)
+			log_write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		return STDERR_FILENO;
+	}
+	int old = atomic_exchange(&log_fd, nfd);
+	atomic_store(&log_pid, pid);
+	if (old >= 0 && old != nfd)
+		syscall(SYS_close, old); /* a forked child's copy of the parent's file */
+	return nfd;
+}
+
+void st_log_fd_closed(unsigned first, unsigned last)
+{
+	int fd = atomic_load(&log_fd);
+	if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last)
+		atomic_compare_exchange_strong(&log_fd, &fd, -1);
+}
+
+void st_line_add(struct st_line *l, const char *fmt, ...)
+{
+	if (l->n >= sizeof l->b - 1)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(l->b + l->n, sizeof l->b - l->n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		l->n += (size_t)w < sizeof l->b - l->n ? (size_t)w : sizeof l->b - l->n - 1;
+}
+
+void st_log(int level, const char *fmt, ...)
+{
+	if (level > st_log_level || level <= ST_LOG_OFF)
+		return;
+	int saved = errno;
+	struct st_line l = {.n = 0};
+	st_line_add(&l, "socktune pid=%ld level=%s ", (long)getpid(), level_names[level]);
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(l.b + l.n, sizeof l.b - l.n - 1, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		l.n += (size_t)w < sizeof l.b - l.n - 1 ? (size_t)w : sizeof l.b - l.n - 2;
+	l.b[l.n++] = '\n';
+	log_write(log_open(), l.b, l.n);
+	errno = saved;
+}
+
+/* Configuration errors wait for the first governed socket. */
+#define ST_MAX_DEFERRED 8
+static struct st_line deferred[ST_MAX_DEFERRED];
+static int n_deferred;
+static _Atomic int deferred_done;
+
+void st_log_defer(const char *name, const char *value, const char *msg)
+{
+	if (n_deferred >= ST_MAX_DEFERRED)
+		return;
+	char shown[201];
+	size_t i = 0;
+	for (; value[i] && i < sizeof shown - 1; i++) /* keep the line one logfmt line */
+		shown[i] = (value[i] == '"' || value[i] == '\\' || (unsigned char)value[i] < 0x20)
+		               ? '?' : value[i];
+	shown[i] = '\0';
+	struct st_line *l = &deferred[n_deferred++];
+	l->n = 0;
+	st_line_add(l, "event=config var=%s value=\"%s\" error=\"%s\" action=ignored", name, shown,
+	            msg);
+}
+
+void st_log_flush_deferred(void)
+{
+	if (atomic_exchange(&deferred_done, 1))
+		return;
+	for (int i = 0; i < n_deferred; i++)
+		st_log(strstr(deferred[i].b, "unknown variable") ? ST_LOG_WARN : ST_LOG_ERROR, "%s",
+		       deferred[i].b);
+}

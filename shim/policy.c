@@ -1,0 +1,266 @@
+/* Environment -> policy.  Pure: no socket calls, no logging, no global state, so the
+ * library and the command link the same code and unit tests call it directly. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "socktune.h"
+
+const struct st_var st_vars[ST_V_COUNT] = {
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help) \
+	[ST_V_##id] = {ST_ENV_PREFIX suffix, opt, type, lo, hi, arg, dflt, help},
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+};
+
+/* Digits only: strtoull alone would accept "-1" (wrapping it), leading blanks and "+". */
+static int parse_digits(const char *s, unsigned long long *out, const char **end)
+{
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	char *e;
+	unsigned long long v = strtoull(s, &e, 10);
+	if (errno == ERANGE)
+		return -2;
+	*out = v;
+	*end = e;
+	return 0;
+}
+
+int st_parse_int(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+{
+	unsigned long long v;
+	const char *end;
+	int r = parse_digits(s, &v, &end);
+	if (r == -2 || (r == 0 && *end == '\0' && v > (unsigned long long)max)) {
+		snprintf(err, n, "out of range (%lld..%lld)", min, max);
+		return -1;
+	}
+	if (r < 0 || *end != '\0') {
+		snprintf(err, n, "not a whole number");
+		return -1;
+	}
+	if ((long long)v < min) {
+		snprintf(err, n, "out of range (%lld..%lld)", min, max);
+		return -1;
+	}
+	*out = (long long)v;
+	return 0;
+}
+
+int st_parse_size(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+{
+	unsigned long long v;
+	const char *end;
+	int r = parse_digits(s, &v, &end);
+	if (r == -1) {
+		snprintf(err, n, "not a size (an integer with an optional K, M or G suffix)");
+		return -1;
+	}
+	unsigned shift = 0;
+	if (r == 0) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		}
+		if (*end != '\0') {
+			snprintf(err, n, "not a size (an integer with an optional K, M or G suffix)");
+			return -1;
+		}
+	}
+	if (r == -2 || v > ((unsigned long long)max >> shift) || (v << shift) < (unsigned long long)min) {
+		snprintf(err, n, "out of range (%lld..%lld bytes)", min, max);
+		return -1;
+	}
+	*out = (long long)(v << shift);
+	return 0;
+}
+
+int st_parse_bool(const char *s, long long *out, char *err, size_t n)
+{
+	static const char *const yes[] = {"1", "yes", "on", "true"};
+	static const char *const no[] = {"0", "no", "off", "false"};
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
+	}
+	snprintf(err, n, "not a boolean (1/0, yes/no, on/off, true/false)");
+	return -1;
+}
+
+int st_parse_log_level(const char *s, long long *out, char *err, size_t n)
+{
+	static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+	for (long long i = 0; i < 5; i++) {
+		if (strcasecmp(s, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	snprintf(err, n, "not a log level (off, error, warn, info, debug)");
+	return -1;
+}
+
+static int parse_port(const char *s, const char **end, unsigned *out)
+{
+	unsigned long long v;
+	if (parse_digits(s, &v, end) != 0 || v < 1 || v > 65535)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int st_parse_ports(const char *s, uint64_t *bits, char *err, size_t n)
+{
+	uint64_t tmp[ST_PORTS_WORDS] = {0};
+	const char *p = s;
+	for (;;) {
+		unsigned lo, hi;
+		const char *end;
+		if (parse_port(p, &end, &lo) != 0)
+			goto bad;
+		hi = lo;
+		if (*end == '-' && (parse_port(end + 1, &end, &hi) != 0 || hi < lo))
+			goto bad;
+		for (unsigned port = lo; port <= hi; port++)
+			tmp[port / 64] |= 1ULL << (port % 64);
+		if (*end == '\0')
+			break;
+		if (*end != ',')
+			goto bad;
+		p = end + 1;
+	}
+	memcpy(bits, tmp, sizeof tmp);
+	return 0;
+bad:
+	snprintf(err, n, "not a port list (ports 1-65535 and ranges, e.g. 80,443,8000-8099)");
+	return -1;
+}
+
+int st_expand_path(const char *pattern, long pid, char *out, size_t n)
+{
+	size_t o = 0;
+	for (const char *c = pattern; *c; c++) {
+		int w;
+		if (c[0] == '%' && c[1] == 'p') {
+			w = snprintf(out + o, n - o, "%ld", pid);
+			c++;
+		} else {
+			w = snprintf(out + o, n - o, "%c", *c);
+		}
+		if (w < 0 || (size_t)w >= n - o)
+			return -1;
+		o += (size_t)w;
+	}
+	if (o == 0)
+		return -1;
+	return 0;
+}
+
+int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n)
+{
+	const struct st_var *v = &st_vars[id];
+	long long val = 0;
+	int r;
+
+	switch (v->type) {
+	case ST_T_SIZE:
+		r = st_parse_size(s, v->min, v->max, &val, err, n);
+		break;
+	case ST_T_INT:
+		r = st_parse_int(s, v->min, v->max, &val, err, n);
+		break;
+	case ST_T_BOOL:
+		r = st_parse_bool(s, &val, err, n);
+		break;
+	case ST_T_LOGLEVEL:
+		r = st_parse_log_level(s, &val, err, n);
+		break;
+	case ST_T_PORTS:
+		r = st_parse_ports(s, p->ports, err, n);
+		break;
+	case ST_T_PATH: {
+		char probe[sizeof p->log_file];
+		r = -1;
+		if (*s == '\0')
+			snprintf(err, n, "empty path");
+		else if (st_expand_path(s, 4194304, probe, sizeof probe) != 0)
+			snprintf(err, n, "path too long (at most %zu bytes)", sizeof p->log_file - 8);
+		else {
+			snprintf(p->log_file, sizeof p->log_file, "%s", s);
+			r = 0;
+		}
+		break;
+	}
+	default:
+		snprintf(err, n, "internal: unknown type");
+		r = -1;
+	}
+	if (r != 0)
+		return -1;
+	p->num[id] = val;
+	p->set |= 1ULL << id;
+	return 0;
+}
+
+int st_var_by_env(const char *name)
+{
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (strcmp(st_vars[i].env, name) == 0)
+			return i;
+	return -1;
+}
+
+int st_var_by_option(const char *name)
+{
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (strcmp(st_vars[i].option, name) == 0)
+			return i;
+	return -1;
+}
+
+int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_error, void *ctx)
+{
+	const size_t plen = sizeof ST_ENV_PREFIX - 1;
+	int errors = 0;
+
+	for (char *const *e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (strncmp(*e, ST_ENV_PREFIX, plen) != 0 || !eq)
+			continue;
+		char name[64];
+		size_t len = (size_t)(eq - *e);
+		if (len >= sizeof name) {
+			errors++;
+			if (on_error)
+				on_error(ctx, "SOCKTUNE_...", eq + 1, "unknown variable (name too long)");
+			continue;
+		}
+		memcpy(name, *e, len);
+		name[len] = '\0';
+		if (strcmp(name, ST_ENV_LIBRARY) == 0)
+			continue;
+		int id = st_var_by_env(name);
+		char err[160];
+		if (id < 0) {
+			snprintf(err, sizeof err, "unknown variable");
+		} else if (st_policy_set(p, (enum st_var_id)id, eq + 1, err, sizeof err) == 0) {
+			continue;
+		}
+		errors++;
+		if (on_error)
+			on_error(ctx, name, eq + 1, err);
+	}
+	return errors;
+}

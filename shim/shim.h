@@ -1,0 +1,127 @@
+/* Internal interfaces of libsocktune: the real libc functions, the per-fd table, logging
+ * and the apply step.  Nothing here is exported from the shared object. */
+#ifndef ST_SHIM_H
+#define ST_SHIM_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "socktune.h"
+
+/* ---- the real functions (hooks.c resolves them once, with dlsym(RTLD_NEXT)) ---- */
+struct st_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int); /* NULL where libc lacks it */
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*read_chk)(int, void *, size_t, size_t);                /* glibc only */
+	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);           /* glibc only */
+	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
+	                        socklen_t *);                            /* glibc only */
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+};
+
+extern struct st_real st_real;
+extern struct st_policy st_policy;
+
+/* 1 once init ran and the policy is live; 0 when disabled (SOCKTUNE_DISABLE, AT_SECURE). */
+extern _Atomic int st_ready;
+extern int st_enabled;
+void st_init(void);
+
+static inline int st_live(void)
+{
+	if (__builtin_expect(!atomic_load_explicit(&st_ready, memory_order_acquire), 0))
+		st_init();
+	return st_enabled;
+}
+
+/* ---- per-fd table (fdtable.c): one 32-bit word per descriptor, lock-free ---- */
+enum st_kind {
+	ST_FD_UNKNOWN = 0, /* never seen: accept() classifies it once */
+	ST_FD_IGNORED,     /* seen, not governed: every hook passes it straight through */
+	ST_FD_TCP,         /* an in-scope TCP socket made through socket(), not listening yet */
+	ST_FD_LISTENER,    /* a tuned listener; the high bits index its record */
+	ST_FD_CONN,        /* an accepted connection that needs per-connection work */
+};
+#define ST_FD_KIND_MASK 0xfu
+#define ST_FD_QUICKACK 0x10u
+#define ST_FD_REC_SHIFT 16
+
+struct st_fdmap {
+	unsigned size;         /* entries, fixed when the map is made */
+	_Atomic unsigned high; /* one past the highest descriptor ever marked */
+	_Atomic uint32_t ent[];
+};
+extern _Atomic(struct st_fdmap *) st_fdmap;
+
+/* The entry for fd, or 0 when there is no table yet or fd is beyond it. */
+static inline uint32_t st_fd_get(int fd)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (!m || fd < 0 || (unsigned)fd >= m->size)
+		return 0;
+	return atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+}
+
+/* Set fd's entry, making the table on first use.  Descriptors beyond it stay untracked. */
+void st_fd_set(int fd, uint32_t v);
+/* Forget descriptors [first, last] (close, close_range). */
+void st_fd_forget(unsigned first, unsigned last);
+
+/* ---- listeners (apply.c) ---- */
+#define ST_MAX_LISTENERS 1024
+
+/* After socket() made fd: remember whether it is a TCP socket the policy may govern. */
+void st_socket_made(int fd, int domain, int type, int protocol);
+/* The listen() hook's body: apply the policy, call the real listen(), read back, log. */
+int st_listen(int fd, int backlog);
+/* After a successful accept()/accept4() on lfd returned cfd. */
+void st_accepted(int lfd, int cfd);
+/* After a receive call returned data on a connection marked for quick-ack. */
+void st_rearm_quickack(int fd);
+/* Before the real close() or close_range(). */
+void st_closing(unsigned first, unsigned last);
+
+static inline void st_after_receive(int fd, ssize_t r)
+{
+	if (r > 0 && (st_fd_get(fd) & ST_FD_QUICKACK))
+		st_rearm_quickack(fd);
+}
+
+/* ---- host limits (host.c): /proc/sys read with raw syscalls, so no hook is re-entered ---- */
+long long st_sysctl_num(const char *name, long long dflt); /* "net.core.rmem_max" */
+int st_sysctl_str(const char *name, char *buf, size_t n);
+
+/* ---- logging (log.c) ---- */
+extern int st_log_level;
+void st_log_init(const struct st_policy *p);
+void st_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Remember a configuration error now; it is logged with the first governed socket, so a
+ * process that never makes one stays silent. */
+void st_log_defer(const char *name, const char *value, const char *msg);
+void st_log_flush_deferred(void);
+/* The log's own descriptor, so that close() of it by the app is noticed. */
+void st_log_fd_closed(unsigned first, unsigned last);
+
+/* A small line builder: logfmt key=value pairs appended to one buffer. */
+struct st_line {
+	char b[1024];
+	size_t n;
+};
+void st_line_add(struct st_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
