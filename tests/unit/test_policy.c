@@ -1,0 +1,570 @@
+/* Table-driven tests of every parser in shim/policy.c: good input, bad input, edges.
+ * Prints PASS/FAIL per case group; a failing case also prints its own line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "socktune.h"
+
+static int group_failed;
+
+#define CASE_FAIL(...)                     \
+	do {                               \
+		printf("  case failed: "); \
+		printf(__VA_ARGS__);       \
+		printf("\n");              \
+		group_failed++;            \
+	} while (0)
+
+static int failures;
+
+static void end_group(const char *name)
+{
+	if (group_failed) {
+		printf("FAIL %s: %d case(s) failed\n", name, group_failed);
+		failures++;
+	} else {
+		printf("PASS %s\n", name);
+	}
+	group_failed = 0;
+}
+
+#define OK 0
+#define BAD -1
+
+struct num_case {
+	const char *in;
+	long long min, max;
+	int rc;
+	long long want;
+};
+
+static void test_size(void)
+{
+	static const struct num_case cases[] = {
+		{"1", 1, 1073741824, OK, 1},
+		{"4096", 1, 1073741824, OK, 4096},
+		{"16m", 1, 1073741824, OK, 16LL << 20},
+		{"16M", 1, 1073741824, OK, 16LL << 20},
+		{"64k", 1, 1073741824, OK, 64LL << 10},
+		{"64K", 1, 1073741824, OK, 65536},
+		{"1G", 1, 1073741824, OK, 1LL << 30},
+		{"1g", 1, 1073741824, OK, 1LL << 30},
+		{"1073741824", 1, 1073741824, OK, 1073741824},
+		{"007", 1, 1073741824, OK, 7},
+		{"2G", 1, 1073741824, BAD, 0},
+		{"1073741825", 1, 1073741824, BAD, 0},
+		{"1048577K", 1, 1073741824, BAD, 0},
+		{"99999999999999999999G", 1, 1073741824, BAD, 0},
+		{"99999999999999999999", 1, 1073741824, BAD, 0},
+		{"17179869184G", 1, 1LL << 62, BAD, 0}, /* 2^34 << 30 wraps a 64-bit value */
+		{"18446744073709551615", 1, 1073741824, BAD, 0},
+		{"0", 1, 1073741824, BAD, 0},
+		{"0K", 1, 1073741824, BAD, 0},
+		{"", 1, 1073741824, BAD, 0},
+		{"-1", 1, 1073741824, BAD, 0},
+		{"-16M", 1, 1073741824, BAD, 0},
+		{"+16", 1, 1073741824, BAD, 0},
+		{" 16", 1, 1073741824, BAD, 0},
+		{"16 ", 1, 1073741824, BAD, 0},
+		{"16MB", 1, 1073741824, BAD, 0},
+		{"16KiB", 1, 1073741824, BAD, 0},
+		{"16T", 1, 1073741824, BAD, 0},
+		{"M", 1, 1073741824, BAD, 0},
+		{"1.5M", 1, 1073741824, BAD, 0},
+		{"0x10", 1, 1073741824, BAD, 0},
+		{"abc", 1, 1073741824, BAD, 0},
+		{"4k", 8192, 1073741824, BAD, 0}, /* below min after the suffix */
+		{"8k", 8192, 1073741824, OK, 8192},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct num_case *c = &cases[i];
+		long long out = -12345;
+		char err[160] = "";
+		int rc = st_parse_size(c->in, c->min, c->max, &out, err, sizeof err);
+		if (rc != c->rc)
+			CASE_FAIL("st_parse_size(\"%s\") = %d (out %lld), want %d", c->in, rc, out, c->rc);
+		else if (rc == OK && out != c->want)
+			CASE_FAIL("st_parse_size(\"%s\") -> %lld, want %lld", c->in, out, c->want);
+		else if (rc == BAD && err[0] == '\0')
+			CASE_FAIL("st_parse_size(\"%s\") failed without a message", c->in);
+		else if (rc == BAD && out != -12345)
+			CASE_FAIL("st_parse_size(\"%s\") failed but wrote its output", c->in);
+	}
+	end_group("parse_size");
+}
+
+static void test_int(void)
+{
+	static const struct num_case cases[] = {
+		{"1", 1, 2147483647, OK, 1},
+		{"4096", 1, 2147483647, OK, 4096},
+		{"2147483647", 1, 2147483647, OK, 2147483647},
+		{"2147483648", 1, 2147483647, BAD, 0},
+		{"99999999999999999999", 1, 2147483647, BAD, 0},
+		{"18446744073709551615", 1, 2147483647, BAD, 0},
+		{"9223372036854775808", 1, 9223372036854775807LL, BAD, 0},
+		{"0", 1, 2147483647, BAD, 0},
+		{"0", 0, 4, OK, 0},
+		{"5", 0, 4, BAD, 0},
+		{"-1", 1, 2147483647, BAD, 0},
+		{"-5", -10, 10, BAD, 0}, /* documented: digits only */
+		{"", 1, 2147483647, BAD, 0},
+		{"12a", 1, 2147483647, BAD, 0},
+		{"1k", 1, 2147483647, BAD, 0},
+		{" 1", 1, 2147483647, BAD, 0},
+		{"1 ", 1, 2147483647, BAD, 0},
+		{"+1", 1, 2147483647, BAD, 0},
+		{"0x10", 1, 2147483647, BAD, 0},
+		{"00012", 1, 2147483647, OK, 12},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct num_case *c = &cases[i];
+		long long out = -12345;
+		char err[160] = "";
+		int rc = st_parse_int(c->in, c->min, c->max, &out, err, sizeof err);
+		if (rc != c->rc)
+			CASE_FAIL("st_parse_int(\"%s\", %lld..%lld) = %d (out %lld), want %d", c->in,
+			          c->min, c->max, rc, out, c->rc);
+		else if (rc == OK && out != c->want)
+			CASE_FAIL("st_parse_int(\"%s\") -> %lld, want %lld", c->in, out, c->want);
+		else if (rc == BAD && err[0] == '\0')
+			CASE_FAIL("st_parse_int(\"%s\") failed without a message", c->in);
+		else if (rc == BAD && out != -12345)
+			CASE_FAIL("st_parse_int(\"%s\") failed but wrote its output", c->in);
+	}
+	/* the message says why */
+	char err[160];
+	long long out;
+	st_parse_int("2147483648", 1, 2147483647, &out, err, sizeof err);
+	if (!strstr(err, "range"))
+		CASE_FAIL("out-of-range message \"%s\" does not say range", err);
+	st_parse_int("12a", 1, 2147483647, &out, err, sizeof err);
+	if (!strstr(err, "number"))
+		CASE_FAIL("not-a-number message \"%s\" does not say number", err);
+	/* a tiny buffer is never overrun */
+	char tiny[4] = {'x', 'x', 'x', 'x'};
+	st_parse_int("bad", 1, 2, &out, tiny, 3);
+	if (tiny[3] != 'x' || tiny[2] != '\0')
+		CASE_FAIL("message overran a 3-byte buffer");
+	end_group("parse_int");
+}
+
+struct str_case {
+	const char *in;
+	int rc;
+	long long want;
+};
+
+static void test_bool(void)
+{
+	static const struct str_case cases[] = {
+		{"1", OK, 1},     {"0", OK, 0},      {"yes", OK, 1},   {"no", OK, 0},
+		{"on", OK, 1},    {"off", OK, 0},    {"true", OK, 1},  {"false", OK, 0},
+		{"YES", OK, 1},   {"Off", OK, 0},    {"TRUE", OK, 1},  {"False", OK, 0},
+		{"", BAD, 0},     {"2", BAD, 0},     {"-1", BAD, 0},   {"y", BAD, 0},
+		{"n", BAD, 0},    {"yes ", BAD, 0},  {" on", BAD, 0},  {"enable", BAD, 0},
+		{"01", BAD, 0},   {"truex", BAD, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct str_case *c = &cases[i];
+		long long out = -12345;
+		char err[160] = "";
+		int rc = st_parse_bool(c->in, &out, err, sizeof err);
+		if (rc != c->rc)
+			CASE_FAIL("st_parse_bool(\"%s\") = %d, want %d", c->in, rc, c->rc);
+		else if (rc == OK && out != c->want)
+			CASE_FAIL("st_parse_bool(\"%s\") -> %lld, want %lld", c->in, out, c->want);
+		else if (rc == BAD && (err[0] == '\0' || out != -12345))
+			CASE_FAIL("st_parse_bool(\"%s\") failed without a message or wrote output", c->in);
+	}
+	end_group("parse_bool");
+}
+
+static void test_log_level(void)
+{
+	static const struct str_case cases[] = {
+		{"off", OK, ST_LOG_OFF},     {"error", OK, ST_LOG_ERROR}, {"warn", OK, ST_LOG_WARN},
+		{"info", OK, ST_LOG_INFO},   {"debug", OK, ST_LOG_DEBUG}, {"DEBUG", OK, ST_LOG_DEBUG},
+		{"Warn", OK, ST_LOG_WARN},   {"", BAD, 0},                {"warning", BAD, 0},
+		{"3", BAD, 0},               {"trace", BAD, 0},           {"info ", BAD, 0},
+		{"none", BAD, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct str_case *c = &cases[i];
+		long long out = -12345;
+		char err[160] = "";
+		int rc = st_parse_log_level(c->in, &out, err, sizeof err);
+		if (rc != c->rc)
+			CASE_FAIL("st_parse_log_level(\"%s\") = %d, want %d", c->in, rc, c->rc);
+		else if (rc == OK && out != c->want)
+			CASE_FAIL("st_parse_log_level(\"%s\") -> %lld, want %lld", c->in, out, c->want);
+		else if (rc == BAD && (err[0] == '\0' || out != -12345))
+			CASE_FAIL("st_parse_log_level(\"%s\") failed without a message or wrote output",
+			          c->in);
+	}
+	end_group("parse_log_level");
+}
+
+static int count_ports(const uint64_t *bits)
+{
+	int n = 0;
+	for (int i = 0; i < ST_PORTS_WORDS; i++)
+		n += __builtin_popcountll(bits[i]);
+	return n;
+}
+
+static int port_in(const uint64_t *bits, unsigned port)
+{
+	return port < 65536 && ((bits[port / 64] >> (port % 64)) & 1);
+}
+
+struct ports_case {
+	const char *in;
+	int rc;
+	int count;           /* ports set */
+	unsigned in1, in2;   /* two ports that must be in (0: none) */
+	unsigned out1, out2; /* two ports that must not be in (0: none) */
+};
+
+static void test_ports(void)
+{
+	static const struct ports_case cases[] = {
+		{"80", OK, 1, 80, 80, 81, 79},
+		{"80,443", OK, 2, 80, 443, 81, 442},
+		{"80,443,8000-8099", OK, 102, 8000, 8099, 7999, 8100},
+		{"8000-8099", OK, 100, 8000, 8050, 8100, 7999},
+		{"1", OK, 1, 1, 1, 2, 0},
+		{"65535", OK, 1, 65535, 65535, 65534, 0},
+		{"1-65535", OK, 65535, 1, 65535, 0, 0},
+		{"5-5", OK, 1, 5, 5, 4, 6},
+		{"80,80", OK, 1, 80, 80, 81, 0},
+		{"8080-8090,8085", OK, 11, 8080, 8090, 8091, 8079},
+		{"0", BAD, 0, 0, 0, 0, 0},
+		{"65536", BAD, 0, 0, 0, 0, 0},
+		{"99999999999999999999", BAD, 0, 0, 0, 0, 0},
+		{"9-3", BAD, 0, 0, 0, 0, 0},
+		{"0-10", BAD, 0, 0, 0, 0, 0},
+		{"10-65536", BAD, 0, 0, 0, 0, 0},
+		{"", BAD, 0, 0, 0, 0, 0},
+		{",", BAD, 0, 0, 0, 0, 0},
+		{"80,", BAD, 0, 0, 0, 0, 0},
+		{",80", BAD, 0, 0, 0, 0, 0},
+		{"80,,443", BAD, 0, 0, 0, 0, 0},
+		{"80-", BAD, 0, 0, 0, 0, 0},
+		{"-80", BAD, 0, 0, 0, 0, 0},
+		{"80 ", BAD, 0, 0, 0, 0, 0},
+		{"80, 443", BAD, 0, 0, 0, 0, 0},
+		{"http", BAD, 0, 0, 0, 0, 0},
+		{"80-90-100", BAD, 0, 0, 0, 0, 0},
+		{"80;443", BAD, 0, 0, 0, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct ports_case *c = &cases[i];
+		uint64_t bits[ST_PORTS_WORDS];
+		memset(bits, 0, sizeof bits);
+		bits[0] = 1ULL << 7; /* marker: a failed parse must leave the set untouched */
+		char err[160] = "";
+		int rc = st_parse_ports(c->in, bits, err, sizeof err);
+		if (rc != c->rc) {
+			CASE_FAIL("st_parse_ports(\"%s\") = %d, want %d", c->in, rc, c->rc);
+			continue;
+		}
+		if (rc == BAD) {
+			if (err[0] == '\0')
+				CASE_FAIL("st_parse_ports(\"%s\") failed without a message", c->in);
+			if (bits[0] != 1ULL << 7 || count_ports(bits) != 1)
+				CASE_FAIL("st_parse_ports(\"%s\") failed but changed the set", c->in);
+			continue;
+		}
+		if (count_ports(bits) != c->count)
+			CASE_FAIL("st_parse_ports(\"%s\"): %d ports, want %d", c->in, count_ports(bits),
+			          c->count);
+		if ((c->in1 && !port_in(bits, c->in1)) || (c->in2 && !port_in(bits, c->in2)))
+			CASE_FAIL("st_parse_ports(\"%s\"): %u or %u missing", c->in, c->in1, c->in2);
+		if ((c->out1 && port_in(bits, c->out1)) || (c->out2 && port_in(bits, c->out2)))
+			CASE_FAIL("st_parse_ports(\"%s\"): %u or %u wrongly in", c->in, c->out1, c->out2);
+		if (port_in(bits, 0))
+			CASE_FAIL("st_parse_ports(\"%s\"): port 0 in the set", c->in);
+	}
+	end_group("parse_ports");
+}
+
+static void test_expand_path(void)
+{
+	static const struct {
+		const char *pattern;
+		long pid;
+		size_t n;
+		int rc;
+		const char *want;
+	} cases[] = {
+		{"/tmp/st.log", 42, 64, OK, "/tmp/st.log"},
+		{"/tmp/st-%p.log", 42, 64, OK, "/tmp/st-42.log"},
+		{"/tmp/%p/%p", 1234, 64, OK, "/tmp/1234/1234"},
+		{"%p", 7, 64, OK, "7"},
+		{"/tmp/100%", 7, 64, OK, "/tmp/100%"},
+		{"/tmp/%d", 7, 64, OK, "/tmp/%d"},
+		{"/tmp/%%p", 7, 64, OK, "/tmp/%7"},
+		{"", 7, 64, BAD, NULL},
+		{"abcdefgh", 7, 9, OK, "abcdefgh"},  /* exactly fits with its NUL */
+		{"abcdefghi", 7, 9, BAD, NULL},      /* one too long */
+		{"/x/%p", 4194304, 10, BAD, NULL},   /* "/x/4194304" is 10 chars */
+		{"/x/%p", 4194304, 11, OK, "/x/4194304"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char out[64];
+		memset(out, 'Z', sizeof out);
+		int rc = st_expand_path(cases[i].pattern, cases[i].pid, out, cases[i].n);
+		if (rc != cases[i].rc)
+			CASE_FAIL("st_expand_path(\"%s\", n=%zu) = %d, want %d", cases[i].pattern,
+			          cases[i].n, rc, cases[i].rc);
+		else if (rc == OK && strcmp(out, cases[i].want) != 0)
+			CASE_FAIL("st_expand_path(\"%s\") -> \"%s\", want \"%s\"", cases[i].pattern, out,
+			          cases[i].want);
+		if (cases[i].n < sizeof out && out[cases[i].n] != 'Z')
+			CASE_FAIL("st_expand_path(\"%s\") wrote past n=%zu", cases[i].pattern, cases[i].n);
+	}
+	end_group("expand_path");
+}
+
+static void test_policy_set(void)
+{
+	static const struct {
+		enum st_var_id id;
+		const char *in;
+		int rc;
+		long long want;
+	} cases[] = {
+		{ST_V_RCVBUF, "16M", OK, 16LL << 20},
+		{ST_V_RCVBUF, "1G", OK, 1LL << 30},
+		{ST_V_RCVBUF, "2G", BAD, 0},
+		{ST_V_RCVBUF, "0", BAD, 0},
+		{ST_V_RCVBUF, "bad", BAD, 0},
+		{ST_V_SNDBUF, "256k", OK, 262144},
+		{ST_V_SNDBUF, "-1", BAD, 0},
+		{ST_V_BACKLOG, "4096", OK, 4096},
+		{ST_V_BACKLOG, "0", BAD, 0},
+		{ST_V_BACKLOG, "2147483648", BAD, 0},
+		{ST_V_BACKLOG, "4k", BAD, 0},
+		{ST_V_BACKLOG_MIN, "128", OK, 128},
+		{ST_V_BACKLOG_MAX, "1", OK, 1},
+		{ST_V_NODELAY, "1", OK, 1},
+		{ST_V_NODELAY, "off", OK, 0},
+		{ST_V_NODELAY, "maybe", BAD, 0},
+		{ST_V_QUICKACK, "yes", OK, 1},
+		{ST_V_RCVBUF_FORCE, "true", OK, 1},
+		{ST_V_DISABLE, "0", OK, 0},
+		{ST_V_LOG, "debug", OK, ST_LOG_DEBUG},
+		{ST_V_LOG, "loud", BAD, 0},
+		{ST_V_PORTS, "80,8000-8001", OK, 0},
+		{ST_V_PORTS, "9-3", BAD, 0},
+		{ST_V_LOG_FILE, "/tmp/x-%p.log", OK, 0},
+		{ST_V_LOG_FILE, "", BAD, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct st_policy p;
+		memset(&p, 0, sizeof p);
+		char err[160] = "";
+		int rc = st_policy_set(&p, cases[i].id, cases[i].in, err, sizeof err);
+		const char *name = st_vars[cases[i].id].env;
+		if (rc != cases[i].rc) {
+			CASE_FAIL("st_policy_set(%s, \"%s\") = %d, want %d", name, cases[i].in, rc,
+			          cases[i].rc);
+			continue;
+		}
+		if (rc == BAD) {
+			if (p.set != 0 || err[0] == '\0')
+				CASE_FAIL("st_policy_set(%s, \"%s\") failed but marked it set or said nothing",
+				          name, cases[i].in);
+			continue;
+		}
+		if (!st_has(&p, cases[i].id) || p.set != 1ULL << cases[i].id)
+			CASE_FAIL("st_policy_set(%s) set bits 0x%llx", name, (unsigned long long)p.set);
+		if (st_vars[cases[i].id].type != ST_T_PORTS && st_vars[cases[i].id].type != ST_T_PATH &&
+		    p.num[cases[i].id] != cases[i].want)
+			CASE_FAIL("st_policy_set(%s, \"%s\") -> %lld, want %lld", name, cases[i].in,
+			          p.num[cases[i].id], cases[i].want);
+	}
+	/* ports and paths land in their own fields */
+	struct st_policy p;
+	memset(&p, 0, sizeof p);
+	char err[160];
+	st_policy_set(&p, ST_V_PORTS, "80,8000-8001", err, sizeof err);
+	if (!port_in(p.ports, 80) || !port_in(p.ports, 8001) || port_in(p.ports, 81) ||
+	    port_in(p.ports, 8002))
+		CASE_FAIL("SOCKTUNE_PORTS=80,8000-8001 did not fill the port set");
+	st_policy_set(&p, ST_V_LOG_FILE, "/tmp/x-%p.log", err, sizeof err);
+	if (strcmp(p.log_file, "/tmp/x-%p.log") != 0)
+		CASE_FAIL("log_file is \"%s\"", p.log_file);
+	/* a path that cannot fit the log_file buffer (with room for a pid) is refused */
+	char longp[sizeof p.log_file + 10];
+	memset(longp, 'a', sizeof longp - 1);
+	longp[0] = '/';
+	longp[sizeof longp - 1] = '\0';
+	if (st_policy_set(&p, ST_V_LOG_FILE, longp, err, sizeof err) == 0)
+		CASE_FAIL("a %zu-byte log path was accepted", strlen(longp));
+	/* a failed set leaves an earlier good value alone */
+	memset(&p, 0, sizeof p);
+	st_policy_set(&p, ST_V_BACKLOG, "100", err, sizeof err);
+	st_policy_set(&p, ST_V_BACKLOG, "x", err, sizeof err);
+	if (!st_has(&p, ST_V_BACKLOG) || p.num[ST_V_BACKLOG] != 100)
+		CASE_FAIL("a bad value replaced the good one before it");
+	end_group("policy_set");
+}
+
+static void test_var_lookup(void)
+{
+	for (int i = 0; i < ST_V_COUNT; i++) {
+		if (st_var_by_env(st_vars[i].env) != i)
+			CASE_FAIL("st_var_by_env(%s) != %d", st_vars[i].env, i);
+		if (st_var_by_option(st_vars[i].option) != i)
+			CASE_FAIL("st_var_by_option(%s) != %d", st_vars[i].option, i);
+		if (strncmp(st_vars[i].env, ST_ENV_PREFIX, strlen(ST_ENV_PREFIX)) != 0)
+			CASE_FAIL("%s lacks the prefix", st_vars[i].env);
+	}
+	if (st_var_by_env("SOCKTUNE_FOO") != -1 || st_var_by_env("RCVBUF") != -1 ||
+	    st_var_by_env("socktune_rcvbuf") != -1 || st_var_by_env("") != -1)
+		CASE_FAIL("lookup found a name that does not exist");
+	if (st_var_by_option("nope") != -1 || st_var_by_option("SOCKTUNE_RCVBUF") != -1)
+		CASE_FAIL("option lookup found a name that does not exist");
+	end_group("var_lookup");
+}
+
+/* ---- st_policy_from_env ---- */
+
+struct seen {
+	int n;
+	char name[8][64];
+	char value[8][64];
+	char msg[8][160];
+};
+
+static void collect(void *ctx, const char *name, const char *value, const char *msg)
+{
+	struct seen *s = ctx;
+	if (s->n < 8) {
+		snprintf(s->name[s->n], sizeof s->name[0], "%s", name);
+		snprintf(s->value[s->n], sizeof s->value[0], "%s", value);
+		snprintf(s->msg[s->n], sizeof s->msg[0], "%s", msg);
+	}
+	s->n++;
+}
+
+static void test_from_env(void)
+{
+	/* all good */
+	{
+		char *env[] = {"PATH=/bin", "SOCKTUNE_RCVBUF=16M", "SOCKTUNE_NODELAY=1",
+		               "SOCKTUNE_BACKLOG=4096", "SOCKTUNE_PORTS=80,8000-8099",
+		               "SOCKTUNE_LOG=debug", "SOCKTUNE_LOG_FILE=/tmp/l-%p", "HOME=/root",
+		               "SOCKTUNE_LIBRARY=/x/libsocktune.so", NULL};
+		struct st_policy p;
+		memset(&p, 0, sizeof p);
+		struct seen s = {0};
+		int errs = st_policy_from_env(&p, env, collect, &s);
+		if (errs != 0 || s.n != 0)
+			CASE_FAIL("good environment: %d errors, first %s", errs, s.n ? s.name[0] : "-");
+		if (p.num[ST_V_RCVBUF] != 16LL << 20 || !st_on(&p, ST_V_NODELAY) ||
+		    p.num[ST_V_BACKLOG] != 4096 || !port_in(p.ports, 8099) || port_in(p.ports, 8100) ||
+		    p.num[ST_V_LOG] != ST_LOG_DEBUG || strcmp(p.log_file, "/tmp/l-%p") != 0)
+			CASE_FAIL("good environment: values not filled");
+		if (st_has(&p, ST_V_SNDBUF) || st_has(&p, ST_V_QUICKACK) || st_has(&p, ST_V_DISABLE))
+			CASE_FAIL("good environment: unset variables marked set");
+	}
+	/* bad and unknown: each reported once with its name and value; the rest applies */
+	{
+		char *env[] = {"SOCKTUNE_RCVBUF=bad", "SOCKTUNE_NODELAY=1", "SOCKTUNE_FOO=bar",
+		               "SOCKTUNE_BACKLOG=99999999999999999999", "SOCKTUNE_SNDBUF=64k",
+		               "SOCKTUNE_PORTS=9-3", NULL};
+		struct st_policy p;
+		memset(&p, 0, sizeof p);
+		struct seen s = {0};
+		int errs = st_policy_from_env(&p, env, collect, &s);
+		if (errs != 4 || s.n != 4)
+			CASE_FAIL("bad environment: %d errors / %d callbacks, want 4", errs, s.n);
+		else {
+			static const char *const names[] = {"SOCKTUNE_RCVBUF", "SOCKTUNE_FOO",
+			                                    "SOCKTUNE_BACKLOG", "SOCKTUNE_PORTS"};
+			static const char *const values[] = {"bad", "bar", "99999999999999999999", "9-3"};
+			for (int i = 0; i < 4; i++)
+				if (strcmp(s.name[i], names[i]) != 0 || strcmp(s.value[i], values[i]) != 0 ||
+				    s.msg[i][0] == '\0')
+					CASE_FAIL("error %d: %s=%s (%s), want %s=%s", i, s.name[i], s.value[i],
+					          s.msg[i], names[i], values[i]);
+			if (!strstr(s.msg[1], "unknown"))
+				CASE_FAIL("SOCKTUNE_FOO message \"%s\" does not say unknown", s.msg[1]);
+		}
+		if (!st_on(&p, ST_V_NODELAY) || p.num[ST_V_SNDBUF] != 65536)
+			CASE_FAIL("bad environment: the good variables were not applied");
+		if (st_has(&p, ST_V_RCVBUF) || st_has(&p, ST_V_BACKLOG) || st_has(&p, ST_V_PORTS))
+			CASE_FAIL("bad environment: a bad variable was marked set");
+		if (count_ports(p.ports) != 0)
+			CASE_FAIL("bad environment: a bad port list filled the set");
+	}
+	/* edge shapes: no '=', empty value, prefix only, other prefixes, NULL envp, no callback */
+	{
+		char longname[100];
+		memset(longname, 'X', sizeof longname);
+		memcpy(longname, "SOCKTUNE_", 9);
+		memcpy(longname + 90, "=1", 3);
+		char *env[] = {"SOCKTUNE_NODELAY",  "SOCKTUNE_RCVBUF=", "SOCKTUNE_=1",
+		               "XSOCKTUNE_NODELAY=1", "socktune_nodelay=1", longname, NULL};
+		struct st_policy p;
+		memset(&p, 0, sizeof p);
+		struct seen s = {0};
+		int errs = st_policy_from_env(&p, env, collect, &s);
+		if (errs != 3)
+			CASE_FAIL("edge environment: %d errors, want 3 (empty RCVBUF, SOCKTUNE_, long name)",
+			          errs);
+		if (p.set != 0)
+			CASE_FAIL("edge environment: set bits 0x%llx", (unsigned long long)p.set);
+		if (st_policy_from_env(&p, NULL, collect, &s) != 0)
+			CASE_FAIL("NULL envp is not an empty environment");
+		char *env2[] = {"SOCKTUNE_RCVBUF=x", NULL};
+		if (st_policy_from_env(&p, env2, NULL, NULL) != 1)
+			CASE_FAIL("no callback: error not counted");
+	}
+	/* a later duplicate wins (the environment is read in order) */
+	{
+		char *env[] = {"SOCKTUNE_BACKLOG=10", "SOCKTUNE_BACKLOG=20", NULL};
+		struct st_policy p;
+		memset(&p, 0, sizeof p);
+		st_policy_from_env(&p, env, NULL, NULL);
+		if (p.num[ST_V_BACKLOG] != 20)
+			CASE_FAIL("duplicate: got %lld", p.num[ST_V_BACKLOG]);
+	}
+	end_group("policy_from_env");
+}
+
+static void test_table(void)
+{
+	/* the shared table is consistent with what the parsers accept */
+	for (int i = 0; i < ST_V_COUNT; i++) {
+		const struct st_var *v = &st_vars[i];
+		if (!v->env || !v->option || !v->help || !v->dflt || !v->arg)
+			CASE_FAIL("variable %d has a NULL field", i);
+		if (v->min > v->max)
+			CASE_FAIL("%s: min > max", v->env);
+		if (v->type == ST_T_BOOL && v->arg[0] != '\0')
+			CASE_FAIL("%s: a flag with an argument name", v->env);
+	}
+	if (ST_V_COUNT > 64)
+		CASE_FAIL("%d variables do not fit the 64-bit set mask", ST_V_COUNT);
+	end_group("variable_table");
+}
+
+int main(void)
+{
+	test_size();
+	test_int();
+	test_bool();
+	test_log_level();
+	test_ports();
+	test_expand_path();
+	test_policy_set();
+	test_var_lookup();
+	test_from_env();
+	test_table();
+	return failures ? 1 : 0;
+}
