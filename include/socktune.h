@@ -21,6 +21,10 @@ enum st_type {
 	ST_T_PORTS,    /* 80,443,8000-8099 */
 	ST_T_LOGLEVEL, /* off, error, warn, info, debug */
 	ST_T_PATH,     /* a file path; %p becomes the pid */
+	ST_T_KEEPALIVE, /* boolean, or IDLE:INTVL:CNT with empty parts allowed ("30::") */
+	ST_T_NAME,     /* a congestion control name: [a-z0-9_-], at most 15 characters */
+	ST_T_TOS,      /* 0..255 (0x.. allowed) or lowdelay, throughput, reliability, lowcost */
+	ST_T_PRECEDENCE, /* policy or app */
 };
 
 /* X(id, ENV suffix, option, type, min, max, argument, default, help)
@@ -48,6 +52,34 @@ enum st_type {
 	  "off, error, warn, info or debug")                                                         \
 	X(LOG_FILE, "LOG_FILE", "log-file", ST_T_PATH, 0, 0, "PATH", "stderr",                       \
 	  "append log lines to PATH (%p becomes the pid)")                                           \
+	X(KEEPALIVE, "KEEPALIVE", "keepalive", ST_T_KEEPALIVE, 0, 1, "on|IDLE:INTVL:CNT",            \
+	  "unset (the app's)", "SO_KEEPALIVE, with TCP_KEEPIDLE:TCP_KEEPINTVL:TCP_KEEPCNT (s, s, count)") \
+	X(USER_TIMEOUT, "USER_TIMEOUT", "user-timeout", ST_T_INT, 0, 2147483647, "MS", "unset",      \
+	  "TCP_USER_TIMEOUT in milliseconds")                                                        \
+	X(CONGESTION, "CONGESTION", "congestion", ST_T_NAME, 0, 0, "NAME",                           \
+	  "unset (net.ipv4.tcp_congestion_control)", "TCP_CONGESTION, e.g. bbr or cubic")            \
+	X(NOTSENT_LOWAT, "NOTSENT_LOWAT", "notsent-lowat", ST_T_SIZE, 1, 1073741824, "SIZE", "unset", \
+	  "TCP_NOTSENT_LOWAT: limit unsent data queued in the kernel")                               \
+	X(DEFER_ACCEPT, "DEFER_ACCEPT", "defer-accept", ST_T_INT, 0, 2147483647, "SECONDS", "unset",   \
+	  "TCP_DEFER_ACCEPT on listeners: wake accept() only when data arrived")                     \
+	X(FASTOPEN, "FASTOPEN", "fastopen", ST_T_INT, 0, 2147483647, "QLEN", "unset",                \
+	  "TCP_FASTOPEN queue length on listeners (needs net.ipv4.tcp_fastopen & 2)")                \
+	X(REUSEPORT, "REUSEPORT", "reuseport", ST_T_BOOL, 0, 1, "", "unset (the app's)",             \
+	  "SO_REUSEPORT, set before bind()")                                                         \
+	X(TOS, "TOS", "tos", ST_T_TOS, 0, 255, "TOS", "unset",                                       \
+	  "IP_TOS / IPV6_TCLASS: a number or lowdelay, throughput, reliability, lowcost")            \
+	X(PRIORITY, "PRIORITY", "priority", ST_T_INT, 0, 6, "N", "unset",                            \
+	  "SO_PRIORITY (not inherited: set on each accepted connection)")                            \
+	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
+	  "SO_MARK (needs CAP_NET_ADMIN)")                                                           \
+	X(PRECEDENCE, "PRECEDENCE", "precedence", ST_T_PRECEDENCE, 0, 1, "policy|app", "policy",     \
+	  "who wins when the app sets a governed option itself")                                     \
+	X(DRY_RUN, "DRY_RUN", "dry-run", ST_T_BOOL, 0, 1, "", "off",                                 \
+	  "log what would be applied, change nothing")                                               \
+	X(CLIENT, "CLIENT", "client", ST_T_BOOL, 0, 1, "", "off",                                    \
+	  "also tune outgoing connections made with connect()")                                      \
+	X(CLIENT_PORTS, "CLIENT_PORTS", "client-ports", ST_T_PORTS, 0, 0, "LIST", "every port",       \
+	  "with --client: tune only connections to these destination ports")                         \
 	X(DISABLE, "DISABLE", "disable", ST_T_BOOL, 0, 1, "", "off",                                 \
 	  "the library does nothing at all")
 
@@ -77,9 +109,14 @@ enum st_log_level { ST_LOG_OFF, ST_LOG_ERROR, ST_LOG_WARN, ST_LOG_INFO, ST_LOG_D
 struct st_policy {
 	uint64_t set;             /* bit (1 << id) for each variable given a valid value */
 	long long num[ST_V_COUNT]; /* sizes, integers, booleans and the log level */
-	uint64_t ports[ST_PORTS_WORDS];
+	uint64_t ports[ST_PORTS_WORDS];        /* SOCKTUNE_PORTS */
+	uint64_t client_ports[ST_PORTS_WORDS]; /* SOCKTUNE_CLIENT_PORTS */
+	int ka_idle, ka_intvl, ka_cnt;         /* SOCKTUNE_KEEPALIVE parts, 0 = leave alone */
+	char congestion[16];                   /* SOCKTUNE_CONGESTION (TCP_CA_NAME_MAX) */
 	char log_file[512];
 };
+
+enum st_precedence { ST_PRECEDENCE_POLICY, ST_PRECEDENCE_APP };
 
 static inline int st_has(const struct st_policy *p, enum st_var_id id)
 {
@@ -91,9 +128,9 @@ static inline int st_on(const struct st_policy *p, enum st_var_id id)
 	return st_has(p, id) && p->num[id];
 }
 
-static inline int st_port_in(const struct st_policy *p, unsigned port)
+static inline int st_port_in(const uint64_t *bits, unsigned port)
 {
-	return port < 65536 && ((p->ports[port / 64] >> (port % 64)) & 1);
+	return port < 65536 && ((bits[port / 64] >> (port % 64)) & 1);
 }
 
 /* Parsers for one value.  Each returns 0, or -1 with a message in err (no variable name:
@@ -103,6 +140,10 @@ int st_parse_int(const char *s, long long min, long long max, long long *out, ch
 int st_parse_bool(const char *s, long long *out, char *err, size_t n);
 int st_parse_ports(const char *s, uint64_t *bits, char *err, size_t n);
 int st_parse_log_level(const char *s, long long *out, char *err, size_t n);
+int st_parse_keepalive(const char *s, long long *on, int *idle, int *intvl, int *cnt, char *err,
+                       size_t n);
+int st_parse_tos(const char *s, long long *out, char *err, size_t n);
+int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n);
 
 /* Parse value s for variable id into p (marks it set).  Returns 0 or -1 with err. */
 int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n);

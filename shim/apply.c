@@ -1,6 +1,6 @@
 /* What is applied, separate from where it is hooked: set the policy's options on a
- * listener, read back what the kernel made of them, explain every clamp, and do the little
- * that must be done per accepted connection. */
+ * listener (or an outgoing connection), read back what the kernel made of them, explain
+ * every clamp, and do the little that must be done per accepted connection. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -15,33 +15,127 @@
 #define IPPROTO_MPTCP 262
 #endif
 
-/* Options set on the listener.  "inherited": the kernel copies the listener's value into
- * every accepted socket (sk_clone), so nothing is done per connection unless the first
- * accepted connection shows otherwise. */
-enum { OPT_RCVBUF, OPT_SNDBUF, OPT_NODELAY, OPT_COUNT };
+/* ---- the options the policy governs ---- */
+
+enum opt_id {
+	O_RCVBUF, O_SNDBUF, O_NODELAY, O_KEEPALIVE, O_KEEPIDLE, O_KEEPINTVL, O_KEEPCNT,
+	O_USER_TIMEOUT, O_CONGESTION, O_NOTSENT_LOWAT, O_TOS, O_PRIORITY, O_MARK,
+	O_DEFER_ACCEPT, O_FASTOPEN, O_REUSEPORT, O_COUNT
+};
+
+enum opt_flags {
+	F_BUFFER = 1,        /* the kernel reports twice the request, clamped by a sysctl */
+	F_LISTENER_ONLY = 2, /* meaningful on listeners only: not checked on accepted sockets */
+	F_NOT_INHERITED = 4, /* not copied to accepted sockets: set on each one */
+	F_BEFORE_BIND = 8,   /* set in bind(), before the real one */
+	F_STRING = 16,       /* TCP_CONGESTION takes a name */
+	F_CLIENT = 32,       /* applied to outgoing connections too (SOCKTUNE_CLIENT) */
+};
 
 struct st_opt {
-	const char *name;
-	enum st_var_id var;
+	const char *name;  /* log key */
+	const char *label; /* for messages */
 	int level, optname;
-	const char *optlabel;
-	int is_buffer; /* the kernel reports twice the request and clamps it to a sysctl */
-	const char *limit; /* that sysctl */
+	unsigned flags;
+	const char *limit; /* the sysctl that clamps a buffer */
 };
 
-static const struct st_opt opts[OPT_COUNT] = {
-	[OPT_RCVBUF] = {"rcvbuf", ST_V_RCVBUF, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", 1,
-	                "net.core.rmem_max"},
-	[OPT_SNDBUF] = {"sndbuf", ST_V_SNDBUF, SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", 1,
-	                "net.core.wmem_max"},
-	[OPT_NODELAY] = {"nodelay", ST_V_NODELAY, IPPROTO_TCP, TCP_NODELAY, "TCP_NODELAY", 0, NULL},
+/* Copied from the listener by the kernel (sk_clone, Linux 6.x): everything here but
+ * SO_PRIORITY and the listener-only ones; the first accepted connection proves it. */
+static const struct st_opt opts[O_COUNT] = {
+	[O_RCVBUF] = {"rcvbuf", "SO_RCVBUF", SOL_SOCKET, SO_RCVBUF, F_BUFFER | F_CLIENT,
+	              "net.core.rmem_max"},
+	[O_SNDBUF] = {"sndbuf", "SO_SNDBUF", SOL_SOCKET, SO_SNDBUF, F_BUFFER | F_CLIENT,
+	              "net.core.wmem_max"},
+	[O_NODELAY] = {"nodelay", "TCP_NODELAY", IPPROTO_TCP, TCP_NODELAY, F_CLIENT, NULL},
+	[O_KEEPALIVE] = {"keepalive", "SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE, F_CLIENT, NULL},
+	[O_KEEPIDLE] = {"keepalive.idle", "TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE, F_CLIENT, NULL},
+	[O_KEEPINTVL] = {"keepalive.intvl", "TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL, F_CLIENT,
+	                 NULL},
+	[O_KEEPCNT] = {"keepalive.cnt", "TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT, F_CLIENT, NULL},
+	[O_USER_TIMEOUT] = {"user_timeout", "TCP_USER_TIMEOUT", IPPROTO_TCP, TCP_USER_TIMEOUT,
+	                    F_CLIENT, NULL},
+	[O_CONGESTION] = {"congestion", "TCP_CONGESTION", IPPROTO_TCP, TCP_CONGESTION,
+	                  F_STRING | F_CLIENT, NULL},
+	[O_NOTSENT_LOWAT] = {"notsent_lowat", "TCP_NOTSENT_LOWAT", IPPROTO_TCP, TCP_NOTSENT_LOWAT,
+	                     F_CLIENT, NULL},
+	[O_TOS] = {"tos", "IP_TOS", IPPROTO_IP, IP_TOS, F_CLIENT, NULL},
+	[O_PRIORITY] = {"priority", "SO_PRIORITY", SOL_SOCKET, SO_PRIORITY,
+	                F_NOT_INHERITED | F_CLIENT, NULL},
+	[O_MARK] = {"mark", "SO_MARK", SOL_SOCKET, SO_MARK, F_CLIENT, NULL},
+	[O_DEFER_ACCEPT] = {"defer_accept", "TCP_DEFER_ACCEPT", IPPROTO_TCP, TCP_DEFER_ACCEPT,
+	                    F_LISTENER_ONLY, NULL},
+	[O_FASTOPEN] = {"fastopen", "TCP_FASTOPEN", IPPROTO_TCP, TCP_FASTOPEN, F_LISTENER_ONLY, NULL},
+	[O_REUSEPORT] = {"reuseport", "SO_REUSEPORT", SOL_SOCKET, SO_REUSEPORT,
+	                 F_LISTENER_ONLY | F_BEFORE_BIND, NULL},
 };
+
+/* IPv6 sockets take their traffic class through IPV6_TCLASS. */
+static void opt_sockopt(int i, int family, int *level, int *optname, const char **label)
+{
+	*level = opts[i].level;
+	*optname = opts[i].optname;
+	*label = opts[i].label;
+	if (i == O_TOS && family == AF_INET6) {
+		*level = IPPROTO_IPV6;
+		*optname = IPV6_TCLASS;
+		*label = "IPV6_TCLASS";
+	}
+}
+
+/* Whether the policy sets option i, and to what. */
+static int opt_want(int i, int *want)
+{
+	const struct st_policy *p = &st_policy;
+	int on = st_on(p, ST_V_KEEPALIVE);
+	switch (i) {
+	case O_RCVBUF: *want = (int)p->num[ST_V_RCVBUF]; return st_has(p, ST_V_RCVBUF);
+	case O_SNDBUF: *want = (int)p->num[ST_V_SNDBUF]; return st_has(p, ST_V_SNDBUF);
+	case O_NODELAY: *want = (int)p->num[ST_V_NODELAY]; return st_has(p, ST_V_NODELAY);
+	case O_KEEPALIVE: *want = (int)p->num[ST_V_KEEPALIVE]; return st_has(p, ST_V_KEEPALIVE);
+	case O_KEEPIDLE: *want = p->ka_idle; return on && p->ka_idle > 0;
+	case O_KEEPINTVL: *want = p->ka_intvl; return on && p->ka_intvl > 0;
+	case O_KEEPCNT: *want = p->ka_cnt; return on && p->ka_cnt > 0;
+	case O_USER_TIMEOUT: *want = (int)p->num[ST_V_USER_TIMEOUT]; return st_has(p, ST_V_USER_TIMEOUT);
+	case O_CONGESTION: *want = 1; return st_has(p, ST_V_CONGESTION);
+	case O_NOTSENT_LOWAT:
+		*want = (int)p->num[ST_V_NOTSENT_LOWAT];
+		return st_has(p, ST_V_NOTSENT_LOWAT);
+	case O_TOS: *want = (int)p->num[ST_V_TOS]; return st_has(p, ST_V_TOS);
+	case O_PRIORITY: *want = (int)p->num[ST_V_PRIORITY]; return st_has(p, ST_V_PRIORITY);
+	case O_MARK: *want = (int)(uint32_t)p->num[ST_V_MARK]; return st_has(p, ST_V_MARK);
+	case O_DEFER_ACCEPT:
+		*want = (int)p->num[ST_V_DEFER_ACCEPT];
+		return st_has(p, ST_V_DEFER_ACCEPT);
+	case O_FASTOPEN: *want = (int)p->num[ST_V_FASTOPEN]; return st_has(p, ST_V_FASTOPEN);
+	case O_REUSEPORT: *want = (int)p->num[ST_V_REUSEPORT]; return st_has(p, ST_V_REUSEPORT);
+	}
+	return 0;
+}
+
+/* The option an app's setsockopt(level, optname) touches, or -1. */
+static int opt_lookup(int level, int optname)
+{
+	if (level == SOL_SOCKET && optname == SO_RCVBUFFORCE)
+		return O_RCVBUF;
+	if (level == SOL_SOCKET && optname == SO_SNDBUFFORCE)
+		return O_SNDBUF;
+	if (level == IPPROTO_IPV6 && optname == IPV6_TCLASS)
+		return O_TOS;
+	for (int i = 0; i < O_COUNT; i++)
+		if (opts[i].level == level && opts[i].optname == optname)
+			return i;
+	return -1;
+}
+
+#define NOT_SET INT_MIN
 
 struct st_listener {
 	_Atomic int used;
-	_Atomic int checked; /* 0: no connection accepted yet, 1: being checked, 2: checked */
-	_Atomic uint32_t percon; /* OPT_* bits that did not reach accepted sockets */
-	int eff[OPT_COUNT];      /* what the kernel reports on the listener */
+	_Atomic int checked;     /* 0: no connection accepted yet, 1: being checked, 2: checked */
+	_Atomic uint32_t percon; /* options applied per accepted connection */
+	int family;
+	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
 };
 
 static struct st_listener listeners[ST_MAX_LISTENERS];
@@ -67,6 +161,12 @@ static int get_int(int fd, int level, int opt, int *val)
 	return st_real.getsockopt(fd, level, opt, val, &len);
 }
 
+static int get_name(int fd, char *buf, socklen_t n)
+{
+	memset(buf, 0, n);
+	return st_real.getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &n);
+}
+
 /* The backlog in force on a listening socket: tcpi_sacked holds sk_max_ack_backlog there,
  * after the kernel's cut to net.core.somaxconn. */
 static int listen_backlog(int fd)
@@ -79,23 +179,43 @@ static int listen_backlog(int fd)
 	return (int)ti.tcpi_sacked;
 }
 
-static void format_addr(const struct sockaddr_storage *ss, char *out, size_t n, unsigned *port)
+static int format_addr(const struct sockaddr *sa, char *out, size_t n, unsigned *port)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	*port = 0;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
 		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
 		*port = ntohs(a->sin_port);
 		snprintf(out, n, "%s:%u", host, *port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
 		*port = ntohs(a->sin6_port);
 		snprintf(out, n, "[%s]:%u", host, *port);
 	} else {
 		snprintf(out, n, "?");
+		return -1;
 	}
+	return 0;
+}
+
+/* A caller's address, checked against its length before it is read. */
+static int addr_ok(const struct sockaddr *sa, socklen_t len)
+{
+	return sa && len >= sizeof(sa_family_t) &&
+	       ((sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+	        (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)));
+}
+
+static int local_addr(int fd, char *out, size_t n, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	memset(&ss, 0, sizeof ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	format_addr((struct sockaddr *)&ss, out, n, port);
+	return ss.ss_family;
 }
 
 static int in_scope(int domain, int type, int protocol)
@@ -111,6 +231,22 @@ static int is_tcp_socket(int fd)
 	return get_int(fd, SOL_SOCKET, SO_DOMAIN, &domain) == 0 &&
 	       get_int(fd, SOL_SOCKET, SO_TYPE, &type) == 0 &&
 	       get_int(fd, SOL_SOCKET, SO_PROTOCOL, &protocol) == 0 && in_scope(domain, type, protocol);
+}
+
+static int dry_run(void)
+{
+	return st_on(&st_policy, ST_V_DRY_RUN);
+}
+
+static int app_wins(void)
+{
+	return st_has(&st_policy, ST_V_PRECEDENCE) &&
+	       st_policy.num[ST_V_PRECEDENCE] == ST_PRECEDENCE_APP;
+}
+
+static uint64_t app_bit(int i)
+{
+	return 1ull << (ST_FD_APP_SHIFT + i);
 }
 
 void st_socket_made(int fd, int domain, int type, int protocol)
@@ -155,52 +291,134 @@ static struct st_listener *listener_alloc(unsigned *index)
 	return NULL;
 }
 
-/* Set one listener option and read it back.  Returns the effective value, or -1. */
-static int apply_opt(int fd, int i, struct st_line *line)
+/* Messages that would repeat for every socket are said once per process. */
+static _Atomic int mark_denied, fastopen_warned, congestion_warned;
+
+static void warn_congestion(int fd, const char *msg)
+{
+	if (atomic_exchange(&congestion_warned, 1))
+		return;
+	char avail[256] = "?", allowed[256] = "?";
+	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
+	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
+	st_log(ST_LOG_WARN,
+	       "event=setsockopt option=congestion fd=%d want=%s error=\"%s\" available=\"%s\" "
+	       "allowed=\"%s\" fix=\"modprobe tcp_%s, or add it to "
+	       "net.ipv4.tcp_allowed_congestion_control\"",
+	       fd, st_policy.congestion, msg, avail, allowed, st_policy.congestion);
+}
+
+static void warn_clamp(int fd, int i, int want, int eff, const char *dry)
 {
 	const struct st_opt *o = &opts[i];
-	const struct st_policy *p = &st_policy;
-	int want = (int)p->num[o->var];
+	long long max = st_sysctl_num(o->limit, -1);
+	char fix[160];
+	if (i == O_RCVBUF)
+		snprintf(fix, sizeof fix, "sysctl -w %s=%d, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1",
+		         o->limit, want);
+	else
+		snprintf(fix, sizeof fix, "sysctl -w %s=%d", o->limit, want);
+	st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%d limit=%s:%lld fix=\"%s\"%s",
+	       o->name, fd, want, eff, o->limit, max, fix, dry);
+}
+
+/* Set option i on fd and read it back into *eff.  In a dry run, only read what is there
+ * and predict the clamps.  Adds the option's keys to line.  Returns 0, or -1 when the
+ * option could not be set (logged). */
+static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
+{
+	const struct st_opt *o = &opts[i];
+	int level, optname, want;
+	const char *label;
 	struct st_err e;
-	int forced = 0;
+	const char *dry = dry_run() ? " dry_run=1" : "";
 
-	if (i == OPT_RCVBUF && st_on(p, ST_V_RCVBUF_FORCE)) {
-		if (set_int(&e, fd, SOL_SOCKET, SO_RCVBUFFORCE, "SO_RCVBUFFORCE", want) == 0)
-			forced = 1;
-		else
+	opt_sockopt(i, family, &level, &optname, &label);
+	opt_want(i, &want);
+	*eff = NOT_SET;
+
+	if (o->flags & F_STRING) {
+		char got[16];
+		if (!*dry && st_real.setsockopt(fd, level, optname, st_policy.congestion,
+		                                (socklen_t)strlen(st_policy.congestion)) != 0) {
+			snprintf(e.msg, sizeof e.msg, "setsockopt %s: %s", label, strerror(errno));
+			warn_congestion(fd, e.msg);
+			return -1;
+		}
+		if (get_name(fd, got, sizeof got) != 0)
+			return -1;
+		st_line_add(line, " %s=%s", o->name, *dry ? st_policy.congestion : got);
+		*eff = 1;
+		return 0;
+	}
+
+	if (!*dry) {
+		int done = 0;
+		if (i == O_MARK && atomic_load(&mark_denied))
+			return -1;
+		if (i == O_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE)) {
+			done = set_int(&e, fd, SOL_SOCKET, SO_RCVBUFFORCE, "SO_RCVBUFFORCE", want) == 0;
+			if (!done)
+				st_log(ST_LOG_WARN,
+				       "event=force-fallback option=rcvbuf fd=%d error=\"%s\" action=SO_RCVBUF "
+				       "fix=\"grant CAP_NET_ADMIN to use SO_RCVBUFFORCE\"",
+				       fd, e.msg);
+		}
+		if (!done && set_int(&e, fd, level, optname, label, want) != 0) {
+			if (i == O_MARK && errno == EPERM) {
+				if (!atomic_exchange(&mark_denied, 1))
+					st_log(ST_LOG_WARN,
+					       "event=setsockopt option=mark want=%u error=\"%s\" "
+					       "fix=\"grant CAP_NET_ADMIN\" action=disabled",
+					       (unsigned)want, e.msg);
+				return -1;
+			}
 			st_log(ST_LOG_WARN,
-			       "event=force-fallback option=rcvbuf fd=%d error=\"%s\" action=SO_RCVBUF "
-			       "fix=\"grant CAP_NET_ADMIN to use SO_RCVBUFFORCE\"",
-			       fd, e.msg);
+			       "event=setsockopt option=%s fd=%d want=%d error=\"%s\" action=skipped", o->name,
+			       fd, want, e.msg);
+			return -1;
+		}
 	}
-	if (!forced && set_int(&e, fd, o->level, o->optname, o->optlabel, want) != 0) {
-		st_log(ST_LOG_WARN, "event=setsockopt option=%s fd=%d want=%d error=\"%s\" action=skipped",
-		       o->name, fd, want, e.msg);
+	int got;
+	if (get_int(fd, level, optname, &got) != 0)
 		return -1;
-	}
-	int eff;
-	if (get_int(fd, o->level, o->optname, &eff) != 0)
-		return -1;
+	*eff = got;
 
-	if (!o->is_buffer) {
-		st_line_add(line, " %s=%d", o->name, eff);
-		return eff;
-	}
-	st_line_add(line, " %s.want=%d %s.effective=%d", o->name, want, o->name, eff);
-	/* The kernel doubles the request (bookkeeping overhead); less than double is a clamp. */
-	if ((long long)eff < 2LL * want) {
-		long long max = st_sysctl_num(o->limit, -1);
-		char fix[160];
-		if (i == OPT_RCVBUF)
-			snprintf(fix, sizeof fix,
-			         "sysctl -w %s=%d, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1", o->limit,
-			         want);
+	if (!(o->flags & F_BUFFER)) {
+		if (i == O_MARK)
+			st_line_add(line, " %s=%u", o->name, (unsigned)(*dry ? want : got));
 		else
-			snprintf(fix, sizeof fix, "sysctl -w %s=%d", o->limit, want);
-		st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%d limit=%s:%lld fix=\"%s\"",
-		       o->name, fd, want, eff, o->limit, max, fix);
+			st_line_add(line, " %s=%d", o->name, *dry ? want : got);
+		return 0;
 	}
-	return eff;
+	st_line_add(line, " %s.want=%d %s.effective=%d", o->name, want, o->name, got);
+	if (*dry) {
+		/* predict: the kernel grants min(want, limit) and reports it doubled */
+		long long max = st_sysctl_num(o->limit, -1);
+		if (max > 0 && want > max && !(i == O_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE)))
+			warn_clamp(fd, i, want, (int)(2 * max), dry);
+	} else if ((long long)got < 2LL * want) {
+		/* The kernel doubles the request (bookkeeping overhead); less than double is a clamp. */
+		warn_clamp(fd, i, want, got, dry);
+	}
+	return 0;
+}
+
+/* Apply every option the policy sets and that suits this kind of socket. */
+static void apply_all(int fd, int family, unsigned need, unsigned skip, uint64_t app,
+                      struct st_line *line, int *eff)
+{
+	for (int i = 0; i < O_COUNT; i++) {
+		int want;
+		eff[i] = NOT_SET;
+		if (!opt_want(i, &want) || (need && !(opts[i].flags & need)) || (opts[i].flags & skip))
+			continue;
+		if (app & app_bit(i)) {
+			st_line_add(line, " %s=app", opts[i].name);
+			continue;
+		}
+		apply_opt(fd, family, i, line, &eff[i]);
+	}
 }
 
 enum { TUNED, SKIPPED, FAILED };
@@ -210,15 +428,14 @@ enum { TUNED, SKIPPED, FAILED };
  * (adopting = 1: listen() again only when the backlog policy changes the number). */
 static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 {
-	struct sockaddr_storage ss;
-	socklen_t sslen = sizeof ss;
-	memset(&ss, 0, sizeof ss);
 	char addr[INET6_ADDRSTRLEN + 10];
 	unsigned port;
-	getsockname(fd, (struct sockaddr *)&ss, &sslen);
-	format_addr(&ss, addr, sizeof addr, &port);
+	int family = local_addr(fd, addr, sizeof addr, &port);
+	uint64_t entry = st_fd_get(fd);
+	uint64_t app = app_wins() ? entry : 0;
+	const char *dry = dry_run() ? " dry_run=1" : "";
 
-	if (st_has(&st_policy, ST_V_PORTS) && !st_port_in(&st_policy, port)) {
+	if (st_has(&st_policy, ST_V_PORTS) && !st_port_in(st_policy.ports, port)) {
 		st_fd_set(fd, ST_FD_IGNORED);
 		st_log(ST_LOG_DEBUG, "event=skip fd=%d addr=%s reason=ports", fd, addr);
 		return SKIPPED;
@@ -226,20 +443,28 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	st_log_flush_deferred();
 
 	struct st_line line = {.n = 0};
-	int eff[OPT_COUNT];
-	for (int i = 0; i < OPT_COUNT; i++)
-		eff[i] = st_has(&st_policy, opts[i].var) ? apply_opt(fd, i, &line) : -1;
-
-	int want = -1;
-	if (adopting) {
-		app_backlog = listen_backlog(fd);
-		if (backlog_governed() && want_backlog(app_backlog) != app_backlog)
-			want = want_backlog(app_backlog);
-	} else {
-		want = want_backlog(app_backlog);
+	int eff[O_COUNT];
+	/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
+	apply_all(fd, family, 0, F_BEFORE_BIND, app, &line, eff);
+	if (st_has(&st_policy, ST_V_REUSEPORT)) {
+		int v;
+		get_int(fd, SOL_SOCKET, SO_REUSEPORT, &v);
+		st_line_add(&line, " reuseport=%d", v);
 	}
+	if (st_has(&st_policy, ST_V_FASTOPEN) && !(st_sysctl_num("net.ipv4.tcp_fastopen", 0) & 2) &&
+	    !atomic_exchange(&fastopen_warned, 1))
+		st_log(ST_LOG_WARN,
+		       "event=fastopen-disabled limit=net.ipv4.tcp_fastopen:%lld "
+		       "fix=\"sysctl -w net.ipv4.tcp_fastopen=3\"",
+		       st_sysctl_num("net.ipv4.tcp_fastopen", -1));
+
+	/* An adopted socket listens already: listen() again only to change its backlog. */
+	if (adopting)
+		app_backlog = listen_backlog(fd);
+	int want = backlog_governed() ? want_backlog(app_backlog) : app_backlog;
+	int pass = *dry ? app_backlog : want;
 	*result = 0;
-	if (want >= 0 && (*result = st_real.listen(fd, want)) != 0) {
+	if ((!adopting || pass != app_backlog) && (*result = st_real.listen(fd, pass)) != 0) {
 		int saved = errno;
 		st_log(ST_LOG_DEBUG, "event=listen-failed fd=%d addr=%s error=\"%s\"", fd, addr,
 		       strerror(saved));
@@ -251,42 +476,49 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	st_line_add(&head, "event=%s fd=%d addr=%s", adopting ? "adopt" : "listen", fd, addr);
 	if (backlog_governed()) {
 		int effective = listen_backlog(fd);
-		int w = want >= 0 ? want : app_backlog;
+		int w = want;
 		st_line_add(&head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, w,
 		            effective);
-		if (effective >= 0 && effective < w)
+		long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
+		int clamped = *dry ? (somaxconn >= 0 && w > somaxconn) : (effective >= 0 && effective < w);
+		if (clamped)
 			st_log(ST_LOG_WARN,
-			       "event=clamp option=backlog fd=%d want=%d effective=%d "
-			       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"",
-			       fd, w, effective, st_sysctl_num("net.core.somaxconn", -1), w);
+			       "event=clamp option=backlog fd=%d want=%d effective=%lld "
+			       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"%s",
+			       fd, w, *dry ? somaxconn : effective, somaxconn, w, dry);
 	}
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(ST_LOG_INFO, "%s%s", head.b, line.b);
+	st_log(ST_LOG_INFO, "%s%s%s", head.b, line.b, dry);
 
 	unsigned index;
-	struct st_listener *L = listener_alloc(&index);
+	struct st_listener *L = *dry ? NULL : listener_alloc(&index);
 	if (!L) {
-		/* Tuned all the same; only the inheritance check and quick-ack are lost. */
-		st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
+		/* A dry run, or the table is full: only the per-connection work is skipped. */
+		if (!*dry)
+			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
 		st_fd_set(fd, ST_FD_IGNORED);
 		return TUNED;
 	}
 	memcpy(L->eff, eff, sizeof eff);
-	st_fd_set(fd, ST_FD_LISTENER | ((index + 1) << ST_FD_REC_SHIFT));
+	L->family = family;
+	st_fd_set(fd, ST_FD_LISTENER | (entry & (0xffffffffull << ST_FD_APP_SHIFT)) |
+	                  ((uint64_t)(index + 1) << ST_FD_REC_SHIFT));
 	return TUNED;
 }
 
 int st_listen(int fd, int backlog)
 {
-	uint32_t e = st_fd_get(fd);
-	unsigned kind = e & ST_FD_KIND_MASK;
+	uint64_t e = st_fd_get(fd);
+	unsigned kind = ST_FD_KIND(e);
 
 	if (kind == ST_FD_LISTENER) /* listen() again: only the backlog changes */
 		return st_real.listen(fd, backlog_governed() ? want_backlog(backlog) : backlog);
 	int saved = errno;
-	if (kind == ST_FD_IGNORED || (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
-		st_fd_set(fd, ST_FD_IGNORED);
+	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
+	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
+		if (kind == ST_FD_UNKNOWN)
+			st_fd_set(fd, ST_FD_IGNORED);
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
@@ -305,7 +537,7 @@ int st_listen(int fd, int backlog)
 
 /* A listening socket the process did not make through the hooks (inherited across exec,
  * systemd socket activation): tune it at its first accept. */
-static uint32_t adopt(int lfd)
+static uint64_t adopt(int lfd)
 {
 	int listening;
 	if (!is_tcp_socket(lfd) || get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) != 0 ||
@@ -320,16 +552,31 @@ static uint32_t adopt(int lfd)
 
 /* On the first connection accepted from a listener, check that the kernel copied each
  * option; where it did not, apply that option per connection from then on. */
-static void check_inherit(struct st_listener *L, int lfd, int cfd)
+static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int cfd)
 {
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&L->checked, &expect, 1))
 		return;
 	uint32_t percon = 0;
-	for (int i = 0; i < OPT_COUNT; i++) {
-		int got;
-		if (L->eff[i] < 0 || get_int(cfd, opts[i].level, opts[i].optname, &got) != 0)
+	for (int i = 0; i < O_COUNT; i++) {
+		int level, optname, got = 0;
+		const char *label;
+		if (L->eff[i] == NOT_SET || (opts[i].flags & F_LISTENER_ONLY) || (lentry & app_bit(i)))
 			continue;
+		if (opts[i].flags & F_NOT_INHERITED) {
+			percon |= 1u << i;
+			continue;
+		}
+		opt_sockopt(i, L->family, &level, &optname, &label);
+		if (opts[i].flags & F_STRING) {
+			char name[16];
+			if (get_name(cfd, name, sizeof name) == 0 && strcmp(name, st_policy.congestion) != 0)
+				got = -1;
+			else
+				got = L->eff[i];
+		} else if (get_int(cfd, level, optname, &got) != 0) {
+			continue;
+		}
 		if (got != L->eff[i]) {
 			percon |= 1u << i;
 			st_log(ST_LOG_WARN,
@@ -343,32 +590,49 @@ static void check_inherit(struct st_listener *L, int lfd, int cfd)
 	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=0x%x", lfd, percon);
 }
 
+static void apply_percon(int fd, int family, uint32_t mask)
+{
+	struct st_err err;
+	for (int i = 0; mask && i < O_COUNT; i++) {
+		int level, optname, want;
+		const char *label;
+		if (!(mask & (1u << i)))
+			continue;
+		opt_sockopt(i, family, &level, &optname, &label);
+		opt_want(i, &want);
+		if (opts[i].flags & F_STRING)
+			st_real.setsockopt(fd, level, optname, st_policy.congestion,
+			                   (socklen_t)strlen(st_policy.congestion));
+		else
+			set_int(&err, fd, level, optname, label, want);
+	}
+}
+
 void st_accepted(int lfd, int cfd)
 {
-	uint32_t e = st_fd_get(lfd);
-	unsigned kind = e & ST_FD_KIND_MASK;
-	uint32_t ce = 0;
+	uint64_t e = st_fd_get(lfd);
+	unsigned kind = ST_FD_KIND(e);
+	uint64_t ce = 0;
 
 	if (kind == ST_FD_UNKNOWN || kind == ST_FD_TCP)
-		kind = (e = adopt(lfd)) & ST_FD_KIND_MASK;
+		kind = ST_FD_KIND(e = adopt(lfd));
 	if (kind == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT) != 0) {
 		struct st_listener *L = &listeners[(e >> ST_FD_REC_SHIFT) - 1];
 		if (atomic_load_explicit(&L->checked, memory_order_acquire) != 2)
-			check_inherit(L, lfd, cfd);
+			check_inherit(L, e, lfd, cfd);
 		uint32_t percon = atomic_load_explicit(&L->percon, memory_order_relaxed);
-		struct st_err err;
-		for (int i = 0; percon && i < OPT_COUNT; i++)
-			if (percon & (1u << i))
-				set_int(&err, cfd, opts[i].level, opts[i].optname, opts[i].optlabel,
-				        (int)st_policy.num[opts[i].var]);
+		if (percon)
+			apply_percon(cfd, L->family, percon);
+		ce = ST_FD_CONN;
 		if (st_on(&st_policy, ST_V_QUICKACK)) {
 			/* Quick-ack is not sticky: the kernel drops back to delayed ACKs after a few
 			 * segments, so it is armed here and re-armed after every receive. */
+			struct st_err err;
 			set_int(&err, cfd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1);
-			ce = ST_FD_CONN | ST_FD_QUICKACK;
+			ce |= ST_FD_QUICKACK;
 		}
 		st_log(ST_LOG_DEBUG, "event=accept listener=%d fd=%d quickack=%d", lfd, cfd,
-		       ce ? 1 : 0);
+		       (ce & ST_FD_QUICKACK) ? 1 : 0);
 	}
 	if (st_fd_get(cfd) != ce)
 		st_fd_set(cfd, ce);
@@ -384,13 +648,129 @@ void st_rearm_quickack(int fd)
 	errno = saved;
 }
 
+/* SO_REUSEPORT only counts when set before bind(). */
+int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int want;
+	uint64_t e = st_fd_get(fd);
+	if (!opt_want(O_REUSEPORT, &want) || dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
+	    !addr_ok(addr, len) || (app_wins() && (e & app_bit(O_REUSEPORT))))
+		return st_real.bind(fd, addr, len);
+	char text[INET6_ADDRSTRLEN + 10];
+	unsigned port;
+	format_addr(addr, text, sizeof text, &port);
+	if ((!st_has(&st_policy, ST_V_PORTS) || st_port_in(st_policy.ports, port))) {
+		int saved = errno;
+		struct st_err err;
+		if (set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0)
+			st_log(ST_LOG_WARN, "event=setsockopt option=reuseport fd=%d error=\"%s\"", fd,
+			       err.msg);
+		errno = saved;
+	}
+	return st_real.bind(fd, addr, len);
+}
+
+/* ---- outgoing connections (SOCKTUNE_CLIENT) ---- */
+
+static _Atomic uint64_t client_ports_seen[ST_PORTS_WORDS];
+
+int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	uint64_t e = st_fd_get(fd);
+	if (!st_on(&st_policy, ST_V_CLIENT) || ST_FD_KIND(e) != ST_FD_TCP || !addr_ok(addr, len))
+		return st_real.connect(fd, addr, len);
+	char text[INET6_ADDRSTRLEN + 10];
+	unsigned port;
+	int saved = errno;
+	if (format_addr(addr, text, sizeof text, &port) != 0 ||
+	    (st_has(&st_policy, ST_V_CLIENT_PORTS) && !st_port_in(st_policy.client_ports, port))) {
+		st_fd_set(fd, ST_FD_IGNORED);
+		errno = saved;
+		return st_real.connect(fd, addr, len);
+	}
+	st_log_flush_deferred();
+
+	/* Before connect(): the buffers decide the window scale offered in the SYN. */
+	struct st_line line = {.n = 0};
+	int eff[O_COUNT];
+	apply_all(fd, addr->sa_family, F_CLIENT, 0, app_wins() ? e : 0, &line, eff);
+	int quickack = st_on(&st_policy, ST_V_QUICKACK) && !dry_run();
+	if (quickack) {
+		struct st_err err;
+		set_int(&err, fd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1);
+		st_line_add(&line, " quickack=1");
+	}
+	st_fd_set(fd, ST_FD_CLIENT | (quickack ? ST_FD_QUICKACK : 0) |
+	                  (e & (0xffffffffull << ST_FD_APP_SHIFT)));
+
+	uint64_t bit = 1ull << (port % 64);
+	int first = !(atomic_fetch_or(&client_ports_seen[port / 64], bit) & bit);
+	st_log(first ? ST_LOG_INFO : ST_LOG_DEBUG, "event=client fd=%d peer=%s%s%s%s", fd, text,
+	       line.b, first ? " first_for_port=1" : "", dry_run() ? " dry_run=1" : "");
+	errno = saved;
+	return st_real.connect(fd, addr, len);
+}
+
+/* ---- the app's own setsockopt() on a governed socket ---- */
+
+static const char *const kind_names[] = {[ST_FD_TCP] = "socket", [ST_FD_LISTENER] = "listener",
+                                         [ST_FD_CONN] = "accepted", [ST_FD_CLIENT] = "client"};
+static _Atomic uint32_t override_logged[ST_FD_CLIENT + 1];
+
+int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len)
+{
+	uint64_t e = st_fd_get(fd);
+	unsigned kind = ST_FD_KIND(e);
+	int i = opt_lookup(level, optname);
+	int want;
+
+	if (kind < ST_FD_TCP || i < 0 || !opt_want(i, &want) || dry_run())
+		return st_real.setsockopt(fd, level, optname, val, len);
+	if ((kind == ST_FD_CONN || kind == ST_FD_CLIENT) && (opts[i].flags & F_LISTENER_ONLY))
+		return st_real.setsockopt(fd, level, optname, val, len);
+	if (kind == ST_FD_CLIENT && !(opts[i].flags & F_CLIENT))
+		return st_real.setsockopt(fd, level, optname, val, len);
+
+	int saved = errno;
+	if (app_wins()) {
+		/* The app's value stands; remember it so that listen() and connect() leave it. */
+		int r = st_real.setsockopt(fd, level, optname, val, len);
+		saved = errno;
+		if (r == 0 && (kind == ST_FD_TCP || kind == ST_FD_LISTENER))
+			st_fd_set(fd, e | app_bit(i));
+		errno = saved;
+		return r;
+	}
+	/* Policy wins.  Before listen()/connect() the call goes through (and is overwritten
+	 * there), so a socket that ends up outside SOCKTUNE_PORTS keeps the app's value; on a
+	 * tuned socket it succeeds without touching the kernel's value.  A call the kernel would
+	 * refuse anyway (bad pointer or length) still goes through, for its exact errno. */
+	int r = 0;
+	int plain = (opts[i].flags & F_STRING) ? (val && len > 0) : (val && len >= (socklen_t)sizeof(int));
+	if (kind == ST_FD_TCP || !plain)
+		r = st_real.setsockopt(fd, level, optname, val, len);
+	saved = errno;
+	uint32_t bit = 1u << i;
+	if (r == 0 && plain && !(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
+		if (opts[i].flags & F_STRING)
+			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%.*s kept=%s",
+			       kind_names[kind], opts[i].name, (int)(len < 16 ? len : 16), (const char *)val,
+			       st_policy.congestion);
+		else
+			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%d kept=%d",
+			       kind_names[kind], opts[i].name, *(const int *)val, want);
+	}
+	errno = saved;
+	return r;
+}
+
 void st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
 	for (unsigned fd = first; fd < high && fd <= last; fd++) {
-		uint32_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
-		if ((e & ST_FD_KIND_MASK) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT))
+		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+		if (ST_FD_KIND(e) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT))
 			atomic_store(&listeners[(e >> ST_FD_REC_SHIFT) - 1].used, 0);
 	}
 	st_fd_forget(first, last);

@@ -10,7 +10,7 @@
 _Atomic(struct st_fdmap *) st_fdmap;
 
 #define ST_FDTAB_MIN 65536u
-#define ST_FDTAB_MAX (1u << 22) /* 4M descriptors, 16 MiB of address space at most */
+#define ST_FDTAB_MAX (1u << 22) /* 4M descriptors, 32 MiB of address space at most */
 
 static struct st_fdmap *fdmap_make(void)
 {
@@ -40,7 +40,7 @@ static struct st_fdmap *fdmap_make(void)
 	return made;
 }
 
-void st_fd_set(int fd, uint32_t v)
+void st_fd_set(int fd, uint64_t v)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	if (!m) {

@@ -48,6 +48,9 @@ ST_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int fla
 ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
                                  struct sockaddr *addr, socklen_t *len);
 
+ST_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len);
+ST_EXPORT int setsockopt(int fd, int level, int optname, const void *val, socklen_t len);
+
 static void on_config_error(void *ctx, const char *name, const char *value, const char *msg)
 {
 	(void)ctx;
@@ -73,7 +76,8 @@ static void init_once(void)
 	LOAD(read_chk, "__read_chk", __read_chk, 1);
 	LOAD(recv_chk, "__recv_chk", __recv_chk, 1);
 	LOAD(recvfrom_chk, "__recvfrom_chk", __recvfrom_chk, 1);
-	LOAD(setsockopt, "setsockopt", NULL, 0);
+	LOAD(connect, "connect", connect, 0);
+	LOAD(setsockopt, "setsockopt", setsockopt, 0);
 	LOAD(getsockopt, "getsockopt", NULL, 0);
 #undef LOAD
 
@@ -116,8 +120,23 @@ ST_EXPORT int socket(int domain, int type, int protocol)
 
 ST_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	st_live();
-	return st_real.bind(fd, addr, len);
+	if (!st_live())
+		return st_real.bind(fd, addr, len);
+	return st_bind(fd, addr, len);
+}
+
+ST_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	if (!st_live())
+		return st_real.connect(fd, addr, len);
+	return st_connect(fd, addr, len);
+}
+
+ST_EXPORT int setsockopt(int fd, int level, int optname, const void *val, socklen_t len)
+{
+	if (!st_live())
+		return st_real.setsockopt(fd, level, optname, val, len);
+	return st_setsockopt(fd, level, optname, val, len);
 }
 
 ST_EXPORT int listen(int fd, int backlog)

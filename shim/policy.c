@@ -148,6 +148,95 @@ bad:
 	return -1;
 }
 
+/* SOCKTUNE_KEEPALIVE: "on"/"off" and the other booleans, or IDLE:INTVL:CNT where each part
+ * may be empty to leave the kernel's default ("30::").  The triple implies on. */
+int st_parse_keepalive(const char *s, long long *on, int *idle, int *intvl, int *cnt, char *err,
+                       size_t n)
+{
+	if (!strchr(s, ':')) {
+		if (st_parse_bool(s, on, err, n) == 0) {
+			*idle = *intvl = *cnt = 0;
+			return 0;
+		}
+		snprintf(err, n, "not a boolean or IDLE:INTVL:CNT (e.g. 30:10:5 or 30::)");
+		return -1;
+	}
+	static const long long max[3] = {32767, 32767, 127}; /* MAX_TCP_KEEPIDLE/INTVL/CNT */
+	int part[3] = {0, 0, 0};
+	const char *p = s;
+	for (int i = 0; i < 3; i++) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if ((i < 2 && !end) || (i == 2 && end))
+			goto bad;
+		if (len > 0) {
+			char num[24];
+			long long v;
+			char e2[80];
+			if (len >= sizeof num)
+				goto bad;
+			memcpy(num, p, len);
+			num[len] = '\0';
+			if (st_parse_int(num, 1, max[i], &v, e2, sizeof e2) != 0)
+				goto bad;
+			part[i] = (int)v;
+		}
+		p = end ? end + 1 : p + len;
+	}
+	*on = 1;
+	*idle = part[0];
+	*intvl = part[1];
+	*cnt = part[2];
+	return 0;
+bad:
+	snprintf(err, n,
+	         "not IDLE:INTVL:CNT (seconds 1-32767, seconds 1-32767, count 1-127; parts may be empty)");
+	return -1;
+}
+
+int st_parse_tos(const char *s, long long *out, char *err, size_t n)
+{
+	/* RFC 1349 names, as systemd's IPTOS= takes them */
+	static const struct {
+		const char *name;
+		int val;
+	} names[] = {{"lowdelay", 0x10}, {"throughput", 0x08}, {"reliability", 0x04}, {"lowcost", 0x02}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (strcasecmp(s, names[i].name) == 0) {
+			*out = names[i].val;
+			return 0;
+		}
+	}
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(s + 2, &end, 16);
+		if (*end == '\0' && errno == 0 && v <= 255) {
+			*out = (long long)v;
+			return 0;
+		}
+	} else if (st_parse_int(s, 0, 255, out, err, n) == 0) {
+		return 0;
+	}
+	snprintf(err, n, "not a TOS (0-255, 0x00-0xff, lowdelay, throughput, reliability, lowcost)");
+	return -1;
+}
+
+int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n)
+{
+	size_t len = strlen(s);
+	int ok = len > 0 && len < outlen;
+	for (const char *c = s; ok && *c; c++)
+		ok = isalnum((unsigned char)*c) || *c == '_' || *c == '-';
+	if (!ok) {
+		snprintf(err, n, "not an algorithm name (letters, digits, _ and -, at most %zu)",
+		         outlen - 1);
+		return -1;
+	}
+	memcpy(out, s, len + 1);
+	return 0;
+}
+
 int st_expand_path(const char *pattern, long pid, char *out, size_t n)
 {
 	size_t o = 0;
@@ -188,7 +277,27 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
 		r = st_parse_log_level(s, &val, err, n);
 		break;
 	case ST_T_PORTS:
-		r = st_parse_ports(s, p->ports, err, n);
+		r = st_parse_ports(s, id == ST_V_CLIENT_PORTS ? p->client_ports : p->ports, err, n);
+		break;
+	case ST_T_KEEPALIVE:
+		r = st_parse_keepalive(s, &val, &p->ka_idle, &p->ka_intvl, &p->ka_cnt, err, n);
+		break;
+	case ST_T_NAME:
+		r = st_parse_name(s, p->congestion, sizeof p->congestion, err, n);
+		break;
+	case ST_T_TOS:
+		r = st_parse_tos(s, &val, err, n);
+		break;
+	case ST_T_PRECEDENCE:
+		r = 0;
+		if (strcasecmp(s, "policy") == 0)
+			val = ST_PRECEDENCE_POLICY;
+		else if (strcasecmp(s, "app") == 0)
+			val = ST_PRECEDENCE_APP;
+		else {
+			snprintf(err, n, "not a precedence (policy or app)");
+			r = -1;
+		}
 		break;
 	case ST_T_PATH: {
 		char probe[sizeof p->log_file];

@@ -30,6 +30,7 @@ struct st_real {
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);           /* glibc only */
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
 	                        socklen_t *);                            /* glibc only */
+	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*setsockopt)(int, int, int, const void *, socklen_t);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
 };
@@ -49,27 +50,30 @@ static inline int st_live(void)
 	return st_enabled;
 }
 
-/* ---- per-fd table (fdtable.c): one 32-bit word per descriptor, lock-free ---- */
+/* ---- per-fd table (fdtable.c): one 64-bit word per descriptor, lock-free ---- */
 enum st_kind {
 	ST_FD_UNKNOWN = 0, /* never seen: accept() classifies it once */
 	ST_FD_IGNORED,     /* seen, not governed: every hook passes it straight through */
 	ST_FD_TCP,         /* an in-scope TCP socket made through socket(), not listening yet */
 	ST_FD_LISTENER,    /* a tuned listener; the high bits index its record */
-	ST_FD_CONN,        /* an accepted connection that needs per-connection work */
+	ST_FD_CONN,        /* a connection accepted from a tuned listener */
+	ST_FD_CLIENT,      /* a tuned outgoing connection (SOCKTUNE_CLIENT) */
 };
-#define ST_FD_KIND_MASK 0xfu
-#define ST_FD_QUICKACK 0x10u
-#define ST_FD_REC_SHIFT 16
+#define ST_FD_KIND_MASK 0xfull
+#define ST_FD_QUICKACK 0x10ull  /* re-arm TCP_QUICKACK after every receive */
+#define ST_FD_APP_SHIFT 8       /* bits 8..39: options the app set itself (precedence=app) */
+#define ST_FD_REC_SHIFT 48      /* bits 48..63: listener record + 1 */
+#define ST_FD_KIND(e) ((unsigned)((e) & ST_FD_KIND_MASK))
 
 struct st_fdmap {
 	unsigned size;         /* entries, fixed when the map is made */
 	_Atomic unsigned high; /* one past the highest descriptor ever marked */
-	_Atomic uint32_t ent[];
+	_Atomic uint64_t ent[];
 };
 extern _Atomic(struct st_fdmap *) st_fdmap;
 
 /* The entry for fd, or 0 when there is no table yet or fd is beyond it. */
-static inline uint32_t st_fd_get(int fd)
+static inline uint64_t st_fd_get(int fd)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	if (!m || fd < 0 || (unsigned)fd >= m->size)
@@ -78,7 +82,7 @@ static inline uint32_t st_fd_get(int fd)
 }
 
 /* Set fd's entry, making the table on first use.  Descriptors beyond it stay untracked. */
-void st_fd_set(int fd, uint32_t v);
+void st_fd_set(int fd, uint64_t v);
 /* Forget descriptors [first, last] (close, close_range). */
 void st_fd_forget(unsigned first, unsigned last);
 
@@ -89,6 +93,10 @@ void st_fd_forget(unsigned first, unsigned last);
 void st_socket_made(int fd, int domain, int type, int protocol);
 /* The listen() hook's body: apply the policy, call the real listen(), read back, log. */
 int st_listen(int fd, int backlog);
+/* The bind(), connect() and setsockopt() hooks' bodies. */
+int st_bind(int fd, const struct sockaddr *addr, socklen_t len);
+int st_connect(int fd, const struct sockaddr *addr, socklen_t len);
+int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len);
 /* After a successful accept()/accept4() on lfd returned cfd. */
 void st_accepted(int lfd, int cfd);
 /* After a receive call returned data on a connection marked for quick-ack. */
