@@ -369,7 +369,7 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 				if (!atomic_exchange(&mark_denied, 1))
 					st_log(ST_LOG_WARN,
 					       "event=setsockopt option=mark want=%u error=\"%s\" "
-					       "fix=\"grant CAP_NET_ADMIN\" action=disabled",
+					       "fix=\"grant CAP_NET_ADMIN or CAP_NET_RAW\" action=disabled",
 					       (unsigned)want, e.msg);
 				return -1;
 			}

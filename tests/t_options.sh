@@ -1,0 +1,163 @@
+#!/bin/sh
+# Issue 4: every option read back on the ACCEPTED socket (IPv4 and IPv6), both precedence
+# modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
+# the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
+. "$ROOT/tests/lib.sh"
+OPTSERVER=$ROOT/tests/py/optserver.py
+
+# serve NAME FAMILY COUNT [server args] -- runs optserver under the preload with the
+# environment already exported by the caller, connects COUNT times; output in $TMP/NAME.*
+serve() {
+	name=$1 fam=$2 count=$3
+	shift 3
+	LD_PRELOAD=$LIB $PY "$OPTSERVER" --family "$fam" --count "$count" "$@" \
+		>"$TMP/$name.out" 2>"$TMP/$name.err" &
+	spid=$!
+	wait_file "$TMP/$name.out" port || { echo "server $name did not start"; return 1; }
+	port=$(jget "$TMP/$name.out" 1 port)
+	host=127.0.0.1
+	[ "$fam" = 6 ] && host=::1
+	i=0
+	while [ $i -lt "$count" ]; do
+		$PY -c "import socket; s=socket.create_connection(('$host',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		i=$((i + 1))
+	done
+	wait $spid
+}
+
+# jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.
+jget() {
+	$PY -c 'import json,sys
+d=json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])-1])
+for k in sys.argv[3].split("."): d=d[k]
+print(d)' "$1" "$2" "$3" 2>/dev/null
+}
+
+# expect NAME FILE LINE KEY VALUE
+expect() {
+	got=$(jget "$2" "$3" "$4")
+	if [ "$got" = "$5" ]; then pass "$1"; else fail "$1" "$4 is '$got', want '$5'"; fi
+}
+
+rmem_max=$(cat /proc/sys/net/core/rmem_max)
+wmem_max=$(cat /proc/sys/net/core/wmem_max)
+want_cc=cubic
+grep -qw reno /proc/sys/net/ipv4/tcp_available_congestion_control && want_cc=reno
+
+for fam in 4 6; do
+	(
+		export SOCKTUNE_RCVBUF=256K SOCKTUNE_SNDBUF=128K SOCKTUNE_NODELAY=1 \
+			SOCKTUNE_KEEPALIVE=30:10:5 SOCKTUNE_USER_TIMEOUT=30000 SOCKTUNE_CONGESTION=$want_cc \
+			SOCKTUNE_NOTSENT_LOWAT=16K SOCKTUNE_DEFER_ACCEPT=5 SOCKTUNE_FASTOPEN=64 \
+			SOCKTUNE_REUSEPORT=1 SOCKTUNE_TOS=lowdelay SOCKTUNE_PRIORITY=5 SOCKTUNE_MARK=7
+		serve all$fam $fam 2
+	)
+	f=$TMP/all$fam.out
+	for line in 2 3; do
+		c="v$fam.conn$((line - 1))"
+		expect "options.$c.rcvbuf" "$f" $line rcvbuf 524288
+		expect "options.$c.sndbuf" "$f" $line sndbuf 262144
+		expect "options.$c.nodelay" "$f" $line nodelay 1
+		expect "options.$c.keepalive" "$f" $line keepalive 1
+		expect "options.$c.keepidle" "$f" $line keepidle 30
+		expect "options.$c.keepintvl" "$f" $line keepintvl 10
+		expect "options.$c.keepcnt" "$f" $line keepcnt 5
+		expect "options.$c.user_timeout" "$f" $line user_timeout 30000
+		expect "options.$c.congestion" "$f" $line congestion $want_cc
+		expect "options.$c.notsent_lowat" "$f" $line notsent_lowat 16384
+		expect "options.$c.tos" "$f" $line tos 16
+		expect "options.$c.priority" "$f" $line priority 5
+		expect "options.$c.mark" "$f" $line mark 7
+	done
+	# Listener-only options, read back on the listener by the server itself.
+	expect "options.v$fam.listener.fastopen" "$f" 1 listener.fastopen 64
+	expect "options.v$fam.listener.reuseport" "$f" 1 listener.reuseport 1
+	da=$(jget "$f" 1 listener.defer_accept)
+	check "options.v$fam.listener.defer_accept" "TCP_DEFER_ACCEPT reads $da, want >= 5" "${da:-0}" -ge 5
+	line=$(grep 'event=listen ' "$TMP/all$fam.err")
+	check "options.v$fam.log" "listen line lacks keys: $line" -n "$(printf '%s' "$line" |
+		grep 'keepalive.idle=30' | grep "congestion=$want_cc" | grep 'tos=16' | grep 'mark=7')"
+done
+
+# SO_PRIORITY is not inherited: set per connection.  Everything else: zero syscalls per
+# accepted connection, checked here by counting setsockopt calls with strace.
+if command -v strace >/dev/null; then
+	(
+		export SOCKTUNE_NODELAY=1 SOCKTUNE_KEEPALIVE=1 SOCKTUNE_TOS=lowdelay
+		LD_PRELOAD=$LIB strace -f -qq -e trace=setsockopt -o "$TMP/strace.txt" \
+			$PY "$OPTSERVER" --count 6 >"$TMP/st.out" 2>"$TMP/st.err" &
+		wait_file "$TMP/st.out" port
+		port=$(jget "$TMP/st.out" 1 port)
+		for i in 1 2 3 4 5 6; do
+			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		done
+		wait
+	)
+	n=$(grep -c 'setsockopt(' "$TMP/strace.txt")
+	# SO_REUSEADDR by the app, then NODELAY, KEEPALIVE, TOS on the listener: 4, not 4 + 6k.
+	check options.inherited.zero-per-accept "$n setsockopt calls for 6 connections" "$n" -le 4
+else
+	skip options.inherited.zero-per-accept "strace not installed"
+fi
+
+# ---- precedence ----
+(
+	export SOCKTUNE_RCVBUF=1M SOCKTUNE_NODELAY=1
+	serve prec_policy 4 1 --app-rcvbuf 65536 --app-nodelay-off
+	SOCKTUNE_PRECEDENCE=app serve prec_app 4 1 --app-rcvbuf 65536 --app-nodelay-off
+)
+expect precedence.policy.rcvbuf "$TMP/prec_policy.out" 2 rcvbuf 2097152
+expect precedence.policy.nodelay "$TMP/prec_policy.out" 2 nodelay 1
+n=$(grep -c 'event=app-override' "$TMP/prec_policy.err")
+# once per socket kind and option: rcvbuf and nodelay, on the socket before listen and on
+# the accepted one
+check precedence.policy.logged "$n app-override lines, want 4" "$n" -eq 4
+check precedence.policy.log-values "no 'app=65536 kept=1048576'" -n "$(grep 'option=rcvbuf app=65536 kept=1048576' "$TMP/prec_policy.err")"
+expect precedence.app.rcvbuf "$TMP/prec_app.out" 2 rcvbuf 131072
+expect precedence.app.nodelay "$TMP/prec_app.out" 2 nodelay 0
+check precedence.app.listen-line "listen line should say rcvbuf=app" -n "$(grep 'event=listen .*rcvbuf=app' "$TMP/prec_app.err")"
+
+# ---- dry run: nothing changes, the same lines say what would have been applied ----
+(
+	export SOCKTUNE_DRY_RUN=1 SOCKTUNE_RCVBUF=1M SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=1000 \
+		SOCKTUNE_QUICKACK=1 SOCKTUNE_KEEPALIVE=1
+	serve dry 4 1
+	unset SOCKTUNE_DRY_RUN SOCKTUNE_RCVBUF SOCKTUNE_NODELAY SOCKTUNE_BACKLOG SOCKTUNE_QUICKACK \
+		SOCKTUNE_KEEPALIVE
+	serve plain 4 1
+)
+expect dry.backlog "$TMP/dry.out" 1 listener.backlog 5
+expect dry.nodelay "$TMP/dry.out" 2 nodelay 0
+expect dry.keepalive "$TMP/dry.out" 2 keepalive 0
+expect dry.rcvbuf-untouched "$TMP/dry.out" 2 rcvbuf "$(jget "$TMP/plain.out" 2 rcvbuf)"
+line=$(grep 'event=listen ' "$TMP/dry.err")
+check dry.logged "listen line: $line" -n "$(printf '%s' "$line" | grep 'dry_run=1' | grep 'backlog.want=1000' | grep 'rcvbuf.want=1048576')"
+
+# ---- unprivileged: SO_RCVBUFFORCE needs CAP_NET_ADMIN, SO_MARK CAP_NET_ADMIN or (Linux >= 5.17) CAP_NET_RAW ----
+big=$((rmem_max * 4))
+(
+	export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1
+	serve force 4 1
+)
+expect rcvbuf-force.privileged "$TMP/force.out" 2 rcvbuf $((big * 2))
+if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw true 2>/dev/null; then
+	(
+		export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1 SOCKTUNE_MARK=7 SOCKTUNE_NODELAY=1
+		LD_PRELOAD=$LIB setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw \
+			$PY "$OPTSERVER" --count 2 >"$TMP/unpriv.out" 2>"$TMP/unpriv.err" &
+		wait_file "$TMP/unpriv.out" port
+		port=$(jget "$TMP/unpriv.out" 1 port)
+		for i in 1 2; do
+			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		done
+		wait
+	)
+	expect unprivileged.rcvbuf-fallback "$TMP/unpriv.out" 2 rcvbuf $((rmem_max * 2))
+	expect unprivileged.mark-unset "$TMP/unpriv.out" 2 mark 0
+	expect unprivileged.rest-applies "$TMP/unpriv.out" 2 nodelay 1
+	n=$(grep -c 'option=mark.*fix="grant CAP_NET_ADMIN or CAP_NET_RAW"' "$TMP/unpriv.err")
+	check unprivileged.mark-one-warning "$n mark warnings, want 1" "$n" -eq 1
+	check unprivileged.force-fallback-logged "no force-fallback line" -n "$(grep 'event=force-fallback' "$TMP/unpriv.err")"
+else
+	skip unprivileged "setpriv cannot drop CAP_NET_ADMIN here"
+fi
