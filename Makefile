@@ -27,13 +27,20 @@ HDRS       := include/socktune.h shim/shim.h
 
 LIB := $(BUILD)/libsocktune.so
 
+# The command links the parser and the host reader, never the hooks.
+CLI_SRC    := shim/cli.c shim/policy.c shim/host.c
+CLI        := $(BUILD)/socktune
+CLI_STATIC := $(BUILD)/socktune-static
+MAN1       := $(wildcard docs/*.1)
+MAN7       := $(wildcard docs/*.7)
+
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
 
-.PHONY: all test demo clean install uninstall
-all: $(LIB)
+.PHONY: all static test demo clean install uninstall
+all: $(LIB) $(CLI)
 
 $(BUILD)/lib/%.o: shim/%.c $(HDRS)
 	@mkdir -p $(@D)
@@ -41,6 +48,17 @@ $(BUILD)/lib/%.o: shim/%.c $(HDRS)
 
 $(LIB): $(LIB_OBJ) shim/libsocktune.map
 	$(CC) $(ST_CFLAGS) $(SHLIB_LDFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
+
+$(CLI): $(CLI_SRC) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -Wl,-z,relro,-z,now $(LDFLAGS) -o $@ $(CLI_SRC)
+
+# For images without a libc of their own (FROM scratch + a static server is out of reach
+# of LD_PRELOAD anyway, but a distroless image with a dynamic server has no shell either).
+static: $(CLI_STATIC)
+$(CLI_STATIC): $(CLI_SRC) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -static $(LDFLAGS) -o $@ $(CLI_SRC)
 
 # Unit tests link the pure parts directly: no preload involved.
 $(BUILD)/tests/unit/%: tests/unit/%.c shim/policy.c shim/host.c $(HDRS)
@@ -54,7 +72,7 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 
 $(BUILD)/tests/bin/common: ;
 
-test-bins: $(LIB) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN))
+test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN))
 
 test: test-bins
 	@BUILD=$(BUILD) sh tests/run.sh
@@ -65,9 +83,17 @@ demo: $(LIB) $(BUILD)/tests/bin/client
 clean:
 	rm -rf $(BUILD)
 
+# The command finds the library at ../lib/libsocktune.so from its own directory.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libsocktune.so
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/socktune
+	$(if $(MAN1),install -d $(DESTDIR)$(PREFIX)/share/man/man1)
+	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(PREFIX)/share/man/man1/)
+	$(if $(MAN7),install -d $(DESTDIR)$(PREFIX)/share/man/man7)
+	$(if $(MAN7),install -m 0644 $(MAN7) $(DESTDIR)$(PREFIX)/share/man/man7/)
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libsocktune.so
+	rm -f $(DESTDIR)$(PREFIX)/lib/libsocktune.so $(DESTDIR)$(PREFIX)/bin/socktune
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
