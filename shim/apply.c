@@ -764,6 +764,17 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	return r;
 }
 
+void st_duped(int oldfd, int newfd)
+{
+	int saved = errno;
+	uint64_t e = st_fd_get(oldfd);
+	if (newfd >= 0)
+		st_closing((unsigned)newfd, (unsigned)newfd);
+	unsigned kind = ST_FD_KIND(e);
+	st_fd_set(newfd, kind == ST_FD_LISTENER ? ST_FD_UNKNOWN : e);
+	errno = saved;
+}
+
 void st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);

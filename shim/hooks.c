@@ -68,6 +68,8 @@ static void init_once(void)
 	LOAD(accept4, "accept4", accept4, 0);
 	LOAD(close, "close", close, 0);
 	LOAD(close_range, "close_range", close_range, 1);
+	LOAD(dup2, "dup2", dup2, 0);
+	LOAD(dup3, "dup3", dup3, 0);
 	LOAD(read, "read", read, 0);
 	LOAD(readv, "readv", readv, 0);
 	LOAD(recv, "recv", recv, 0);
@@ -193,6 +195,27 @@ ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
 		st_closing(first, last);
 		errno = saved;
 	}
+	return r;
+}
+
+/* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old
+ * one's socket (a connection keeps its quick-ack mark; a listener is adopted afresh at its
+ * next accept, since its record belongs to the old number). */
+ST_EXPORT int dup2(int oldfd, int newfd)
+{
+	int live = st_live();
+	int r = st_real.dup2(oldfd, newfd);
+	if (live && r >= 0 && oldfd != newfd)
+		st_duped(oldfd, newfd);
+	return r;
+}
+
+ST_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	int live = st_live();
+	int r = st_real.dup3(oldfd, newfd, flags);
+	if (live && r >= 0)
+		st_duped(oldfd, newfd);
 	return r;
 }
 

@@ -2,6 +2,7 @@
  * and written with one write(2), to SOCKTUNE_LOG_FILE or stderr, never stdout. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +39,13 @@ static void log_write(int fd, const char *buf, size_t len)
 	int was_pending = sigismember(&pending, SIGPIPE);
 
 	int saved = errno;
-	long r = syscall(SYS_write, fd, buf, len);
+	/* Never block the server for long on a full pipe or a stalled terminal: wait at most
+	 * 100 ms for room.  A line is shorter than PIPE_BUF, so once poll() says there is room
+	 * the write neither blocks nor interleaves with another. */
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+	long r = -1;
+	if (poll(&pfd, 1, 100) == 1 && (pfd.revents & POLLOUT))
+		r = syscall(SYS_write, fd, buf, len);
 	if (r < 0 && errno == EPIPE && !was_pending) {
 		struct timespec zero = {0, 0};
 		sigtimedwait(&pipe_set, NULL, &zero);

@@ -21,6 +21,8 @@ struct st_real {
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
 	int (*close_range)(unsigned, unsigned, int); /* NULL where libc lacks it */
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*readv)(int, const struct iovec *, int);
 	ssize_t (*recv)(int, void *, size_t, int);
@@ -101,6 +103,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 void st_accepted(int lfd, int cfd);
 /* After a receive call returned data on a connection marked for quick-ack. */
 void st_rearm_quickack(int fd);
+/* After dup2()/dup3() made newfd a copy of oldfd. */
+void st_duped(int oldfd, int newfd);
 /* Before the real close() or close_range(). */
 void st_closing(unsigned first, unsigned last);
 
