@@ -1,0 +1,56 @@
+# Shared by the t_*.sh scripts that run tserver and kaclient (POSIX sh).  Source it after
+# tests/lib.sh:  . "$ROOT/tests/lib.sh"; . "$ROOT/tests/servers.sh"
+
+# host_of 4|6: the loopback address of the family.
+host_of() {
+	if [ "$1" = 6 ]; then echo ::1; else echo 127.0.0.1; fi
+}
+
+# ts_start NAME [VAR=value...] -- [tserver args...]: start tserver in the background with
+# the given environment (put LD_PRELOAD=$LIB there to preload), stdout in $TMP/NAME.out,
+# stderr in $TMP/NAME.err.  Sets TS_PID and TS_PORT; returns 1 when no PORT line came.
+ts_start() {
+	_name=$1
+	shift
+	_env=""
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		_env="$_env $1"
+		shift
+	done
+	[ "$1" = "--" ] && shift
+	# shellcheck disable=SC2086 # the environment words are split on purpose
+	env $_env "$BIN/tserver" "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
+	TS_PID=$!
+	TS_PORT=""
+	wait_file "$TMP/$_name.out" '^PORT ' || return 1
+	TS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_name.out")
+	[ -n "$TS_PORT" ]
+}
+
+# ts_wait: wait for the last tserver (bounded: tserver gives up by itself after -t s).
+ts_wait() {
+	wait "$TS_PID" 2>/dev/null
+}
+
+# ts_val NAME KIND KEY [N]: KEY=value from the N-th (default 1st) line of tserver's output
+# starting with KIND (LISTENER, CONN, DONE).
+ts_val() {
+	_line=$(grep "^$2 " "$TMP/$1.out" | sed -n "${4:-1}p")
+	field "$_line" "$3"
+}
+
+# kc_val LINE KEY: the value of KEY in a kaclient result line.
+kc_val() {
+	field "$1" "$2"
+}
+
+# log_line NAME EVENT: the first socktune log line with event=EVENT in $TMP/NAME.err.
+log_line() {
+	grep "^socktune .* event=$2\( \|$\)" "$TMP/$1.err" | head -n 1
+}
+
+# count_lines FILE PATTERN: number of lines matching (0 when none or no file).
+count_lines() {
+	_c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${_c:-0}"
+}
