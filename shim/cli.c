@@ -811,7 +811,8 @@ static void check_congestion(struct verdict *v, const struct host *h)
 	}
 }
 
-static void check_log_file(struct verdict *v)
+/* A path the library will append to (log file, and any later PATH variable). */
+static void check_path(struct verdict *v)
 {
 	char path[PATH_MAX];
 	if (st_expand_path(v->value, (long)getpid(), path, sizeof path) != 0) {
@@ -830,8 +831,9 @@ static void check_log_file(struct verdict *v)
 		*slash = '\0';
 	int ok = access(path, F_OK) == 0 ? access(path, W_OK) == 0 : access(dir, W_OK | X_OK) == 0;
 	v->status = ok ? V_OK : V_FAILED;
-	snprintf(v->why, sizeof v->why, ok ? "ok: writable by this user" :
-	         "not writable by this user: the library would log to stderr instead");
+	snprintf(v->why, sizeof v->why, "%s%s", ok ? "ok: writable by this user" :
+	         "not writable by this user",
+	         !ok && v->id == ST_V_LOG_FILE ? ": the library would log to stderr instead" : "");
 }
 
 static void check_one(struct verdict *v, const struct st_policy *p, const struct host *h)
@@ -882,8 +884,8 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 		v->status = ok ? V_OK : V_FAILED;
 		snprintf(v->why, sizeof v->why, "%s: set on each accepted connection, re-armed after every "
 		         "receive that returns data (one setsockopt per receive)", ok ? "ok" : "failed");
-	} else if (v->id == ST_V_LOG_FILE) {
-		check_log_file(v);
+	} else if (type == ST_T_PATH) {
+		check_path(v);
 	} else if (v->id == ST_V_DISABLE && p->num[v->id]) {
 		v->status = V_NOTE;
 		snprintf(v->why, sizeof v->why, "note: the library will do nothing at all");
