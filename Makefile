@@ -39,7 +39,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
 
-.PHONY: all static test demo clean install uninstall
+.PHONY: all static test demo bench bench-quick bench-bins clean install uninstall
 all: $(LIB) $(CLI)
 
 $(BUILD)/lib/%.o: shim/%.c $(HDRS)
@@ -79,6 +79,22 @@ test: test-bins
 
 demo: $(LIB) $(BUILD)/tests/bin/client
 	@BUILD=$(BUILD) sh examples/demo.sh
+
+# The benchmark (issue 5): its own programs in bench/, plus the test helper tserver.
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+$(BUILD)/bench/%: bench/%.c bench/bench.h
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm
+
+bench-bins: $(LIB) $(BENCH_BIN) $(BUILD)/tests/bin/tserver
+
+bench: bench-bins
+	@BUILD=$(BUILD) sh bench/run.sh
+
+bench-quick: bench-bins
+	@BUILD=$(BUILD) BENCH_QUICK=1 sh bench/run.sh
 
 clean:
 	rm -rf $(BUILD)

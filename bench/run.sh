@@ -1,0 +1,445 @@
+#!/bin/sh
+# make bench / make bench-quick (BENCH_QUICK=1): the field's stalls on real servers, plain
+# vs socktune side by side, and what the library costs.  POSIX sh; needs the programs in
+# $BUILD/bench (bcli, bsrv, callread, svgchart), the tests' tserver, /usr/bin/python3, and for some rows
+# strace, valgrind and ip (root, for network namespaces); a row whose tool is missing says so.
+#
+# Every case runs its variants in interleaved rounds (A B, B A, ...) against servers that
+# stay up, and the table shows the median of the rounds: the machines are shared and noisy.
+# Writes $BUILD/bench/table.md (the table), $BUILD/bench/latency.svg (the chart) and keeps
+# raw lines, samples and socktune's logs in $BUILD/bench/out.
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+BB=$B/bench
+LIB=$B/libsocktune.so
+PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
+OUT=$BB/out
+TSRV=$B/tests/bin/tserver # the tests' server: its accept mode is case 5's accept+close loop
+RES=$OUT/results
+QUICK=${BENCH_QUICK:-0}
+
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=2 C1_N=32 C2_N=20 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
+else
+	ROUNDS=5 C1_N=128 C2_N=50 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
+fi
+HOLD_N=10000
+BODY=399360    # 390 KiB of request body
+BODY_DELAY=20  # ms the server waits before it reads the body
+LIFE=200       # no server outlives this (s)
+export BENCH_LIFETIME=$LIFE
+
+for f in bcli bsrv callread svgchart; do
+	[ -x "$BB/$f" ] || { echo "bench: $BB/$f missing: run make bench" >&2; exit 2; }
+done
+[ -f "$LIB" ] || { echo "bench: $LIB missing" >&2; exit 2; }
+[ -x "$TSRV" ] || { echo "bench: $TSRV missing: run make bench" >&2; exit 2; }
+[ -x "$PY" ] || { echo "bench: $PY missing" >&2; exit 2; }
+
+rm -rf "$OUT"
+mkdir -p "$OUT/www"
+: >"$RES"
+head -c 2048 /dev/zero | tr '\0' 'a' >"$OUT/www/f2k"
+SHIM="LD_PRELOAD=$LIB SOCKTUNE_LOG=info"
+PIDS=""
+NETNS=""
+NSX="" # "ip netns exec NAME" while a case runs inside a namespace
+
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	for n in $NETNS; do ip netns del "$n" 2>/dev/null; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+note() { echo "bench: $*" >&2; }
+rec() { echo "$1 $2" >>"$RES"; }
+# kv LINE KEY: the value of KEY=value in a result line
+kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+port() { "$BB/bcli" freeport; }
+
+# start NAME "VAR=value ..." CMD...: CMD in the background (inside $NSX if set) with the
+# assignments in its environment; output in $OUT/NAME.out, socktune's log in
+# $OUT/NAME.%p.log.  $LAST is its pid (env and ip netns exec replace themselves).
+start() {
+	name=$1 envs=$2
+	shift 2
+	# shellcheck disable=SC2086
+	$NSX env SOCKTUNE_LOG_FILE="$OUT/$name.%p.log" $envs "$@" >"$OUT/$name.out" 2>&1 &
+	LAST=$!
+	PIDS="$PIDS $LAST"
+}
+stop() {
+	for p in "$@"; do kill "$p" 2>/dev/null; done
+	for p in "$@"; do wait "$p" 2>/dev/null; done
+}
+waitfor() { $NSX "$BB/bcli" wait "$1" "$2" || { note "server on $1:$2 did not start"; exit 1; }; }
+
+# client CASE VARIANT CMD...: run one measurement, keep the line, record its numbers.
+client() {
+	c=$1 v=$2
+	shift 2
+	line=$($NSX "$@")
+	echo "$c $v $line" >>"$OUT/lines"
+	for k in p50_us p99_us over failed send_us ttfb_us total_retrans rate; do
+		val=$(kv "$line" $k)
+		[ -n "$val" ] && rec "$c.$k.$v" "$val"
+	done
+}
+
+# rotate R WORDS...: the words rotated by R, so each round starts with another variant.
+rotate() {
+	r=$1
+	shift
+	n=$#
+	i=0
+	while [ $i -lt $((r % n)) ]; do
+		first=$1
+		shift
+		set -- "$@" "$first"
+		i=$((i + 1))
+	done
+	echo "$@"
+}
+
+# netstat_tcpext KEY...: the values of TcpExt counters in the current namespace.
+netstat_tcpext() {
+	$NSX cat /proc/net/netstat | awk -v keys="$*" '
+		$1 == "TcpExt:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
+		$1 == "TcpExt:" && h { n = split(keys, k, " "); s = "";
+			for (j = 1; j <= n; j++) s = s (j > 1 ? " " : "") (k[j] in col ? $col[k[j]] : 0);
+			print s; exit }'
+}
+
+# ns_make NAME: a namespace of ours, with lo up.  Fails (returns 1) when not permitted.
+ns_make() {
+	ip netns add "$1" 2>/dev/null || return 1
+	NETNS="$NETNS $1"
+	ip -n "$1" link set lo up
+}
+
+T0=$(date +%s)
+echo "socktune bench: $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds$([ "$QUICK" = 1 ] && echo ' (quick)')" >&2
+
+# ---- case 1: python http.server -p HTTP/1.1, keep-alive, 2 KB file: NODELAY off / on ----
+note "case 1: python http.server keep-alive, $C1_N requests x $ROUNDS rounds"
+pa=$(port)
+start c1-plain "" timeout $LIFE $PY -m http.server -p HTTP/1.1 -b 127.0.0.1 -d "$OUT/www" "$pa"
+sa=$LAST
+pb=$(port)
+start c1-st "$SHIM SOCKTUNE_NODELAY=1" timeout $LIFE $PY -m http.server -p HTTP/1.1 -b 127.0.0.1 -d "$OUT/www" "$pb"
+sb=$LAST
+waitfor 127.0.0.1 "$pa"
+waitfor 127.0.0.1 "$pb"
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	for v in $(rotate $r plain st); do
+		p=$pa
+		[ $v = st ] && p=$pb
+		client c1 $v "$BB/bcli" http 127.0.0.1 "$p" "$C1_N" /f2k "$OUT/c1-$v-$r.us"
+	done
+	r=$((r + 1))
+done
+stop "$sa" "$sb"
+cat "$OUT"/c1-plain-*.us >"$OUT/c1-plain.us"
+cat "$OUT"/c1-st-*.us >"$OUT/c1-st.us"
+
+# ---- case 2: keep-alive C server, two-write client with Nagle on: QUICKACK off/once/on ----
+note "case 2: two-write client, $C2_N requests x $ROUNDS rounds"
+pa=$(port)
+start c2-plain "" "$BB/bsrv" ka 127.0.0.1 "$pa"
+sa=$LAST
+po=$(port)
+start c2-once "" "$BB/bsrv" ka 127.0.0.1 "$po" once
+so=$LAST
+pb=$(port)
+start c2-st "$SHIM SOCKTUNE_QUICKACK=1" "$BB/bsrv" ka 127.0.0.1 "$pb"
+sb=$LAST
+for p in "$pa" "$po" "$pb"; do waitfor 127.0.0.1 "$p"; done
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	for v in $(rotate $r plain once st); do
+		case $v in plain) p=$pa ;; once) p=$po ;; st) p=$pb ;; esac
+		client c2 $v "$BB/bcli" twowrite 127.0.0.1 "$p" "$C2_N" "$OUT/c2-$v-$r.us"
+	done
+	r=$((r + 1))
+done
+stop "$sa" "$so" "$sb"
+for v in plain once st; do cat "$OUT"/c2-$v-*.us >"$OUT/c2-$v.us"; done
+
+# ---- case 3: python http.server (backlog 5), 300 concurrent connects: BACKLOG unset / 4096 ----
+# TcpExt counters are per network namespace: in a namespace of our own, no one else's
+# traffic moves them.
+NS3=stb$$c3
+if ns_make $NS3; then
+	NSX="ip netns exec $NS3"
+	C3_WHERE="own netns"
+else
+	C3_WHERE="host netns: counters include other traffic"
+fi
+note "case 3: $C3_N-connect burst x $ROUNDS rounds ($C3_WHERE)"
+pa=8001
+pb=8002
+[ -z "$NSX" ] && pa=$(port) && pb=$(port)
+start c3-plain "" timeout $LIFE $PY -m http.server -b 127.0.0.1 -d "$OUT/www" "$pa"
+sa=$LAST
+start c3-st "$SHIM SOCKTUNE_BACKLOG=4096" timeout $LIFE $PY -m http.server -b 127.0.0.1 -d "$OUT/www" "$pb"
+sb=$LAST
+waitfor 127.0.0.1 "$pa"
+waitfor 127.0.0.1 "$pb"
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	for v in $(rotate $r plain st); do
+		p=$pa
+		[ $v = st ] && p=$pb
+		before=$(netstat_tcpext ListenOverflows TCPSynRetrans)
+		client c3 $v "$BB/bcli" burst 127.0.0.1 "$p" "$C3_N" "$OUT/c3-$v-$r.us"
+		after=$(netstat_tcpext ListenOverflows TCPSynRetrans)
+		set -- $before $after
+		rec "c3.overflows.$v" $(($3 - $1))
+		rec "c3.synretrans.$v" $(($4 - $2))
+		sleep 0.3 # let the server's handler threads see the resets
+	done
+	r=$((r + 1))
+done
+stop "$sa" "$sb"
+NSX=""
+for v in plain st; do cat "$OUT"/c3-$v-*.us >"$OUT/c3-$v.us"; done
+
+# ---- case 4: headers + 390 KB body in one send, server reads it after a delay: RCVBUF ----
+# body_case TAG SERVER_NSX CLIENT_NSX ADDR
+body_case() {
+	tag=$1 snsx=$2 cnsx=$3 addr=$4
+	NSX=$snsx
+	pa=8011
+	pb=8012
+	[ -z "$snsx" ] && pa=$(port) && pb=$(port)
+	start $tag-plain "" "$BB/bsrv" body "$addr" "$pa" $BODY_DELAY
+	sa=$LAST
+	start $tag-st "$SHIM SOCKTUNE_RCVBUF=16M" "$BB/bsrv" body "$addr" "$pb" $BODY_DELAY
+	sb=$LAST
+	NSX=$cnsx
+	waitfor "$addr" "$pa"
+	waitfor "$addr" "$pb"
+	r=0
+	while [ $r -lt "$C4_ROUNDS" ]; do
+		for v in $(rotate $r plain st); do
+			p=$pa
+			[ $v = st ] && p=$pb
+			client $tag $v "$BB/bcli" body "$addr" "$p" $BODY
+		done
+		r=$((r + 1))
+	done
+	NSX=""
+	stop "$sa" "$sb"
+}
+note "case 4: $BODY-byte body, loopback, $C4_ROUNDS rounds"
+body_case c4lo "" "" 127.0.0.1
+NSA=stb$$a NSB=stb$$b
+if command -v ip >/dev/null && ns_make $NSA && ns_make $NSB &&
+	ip link add stb$$va netns $NSA type veth peer name stb$$vb netns $NSB 2>/dev/null &&
+	ip -n $NSA addr add 10.77.0.1/24 dev stb$$va && ip -n $NSB addr add 10.77.0.2/24 dev stb$$vb &&
+	ip -n $NSA link set stb$$va mtu 1500 up && ip -n $NSB link set stb$$vb mtu 1500 up; then
+	note "case 4: veth (MTU 1500) between two namespaces, $C4_ROUNDS rounds"
+	body_case c4veth "ip netns exec $NSA" "ip netns exec $NSB" 10.77.0.1
+	C4_VETH=1
+else
+	note "case 4: no veth (network namespaces not permitted here): loopback only"
+	C4_VETH=0
+fi
+ip netns del $NSA 2>/dev/null
+ip netns del $NSB 2>/dev/null
+
+# ---- case 5: overhead ----
+# Listener-level policy (what the kernel copies to accepted sockets), and the same with
+# QUICKACK, the one option that costs a syscall per connection and per receive.
+POL="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=4096"
+note "case 5: accept+close rate, $CC_N connections x $CC_ROUNDS rounds"
+pa=$(port)
+start c5-plain "" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pa"
+sa=$LAST
+pb=$(port)
+start c5-st "$SHIM $POL" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pb"
+sb=$LAST
+pq=$(port)
+start c5-qa "$SHIM $POL SOCKTUNE_QUICKACK=1" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pq"
+sq=$LAST
+for p in "$pa" "$pb" "$pq"; do
+	waitfor 127.0.0.1 "$p"
+	"$BB/bcli" cc 127.0.0.1 "$p" 500 >/dev/null # warm up
+done
+# Short rounds, many of them, and the ratio taken within each round: the load of other
+# jobs on a shared machine drifts over seconds, and both sides of a ratio see the same.
+r=0
+while [ $r -lt "$CC_ROUNDS" ]; do
+	for v in $(rotate $r plain st qa); do
+		case $v in plain) p=$pa ;; st) p=$pb ;; qa) p=$pq ;; esac
+		client c5 $v "$BB/bcli" cc 127.0.0.1 "$p" "$CC_N"
+		eval "rate_$v=\$(kv \"\$line\" rate)"
+	done
+	# shellcheck disable=SC2154
+	for v in st qa; do
+		eval "x=\$rate_$v"
+		rec "c5.rate_ratio.$v" "$(awk -v a="$rate_plain" -v b="$x" 'BEGIN { printf "%.4f", a > 0 ? b / a : 0 }')"
+	done
+	r=$((r + 1))
+done
+stop "$sa" "$sb" "$sq"
+
+# Syscalls per accepted connection: strace -c -f over a server that exits after N accepts,
+# for two N; the difference divided by the extra accepts leaves out start-up, listen() and
+# the first connection (the one-time inheritance check).
+# strace_calls FILE SYSCALL: the calls column of strace -c (0 if absent)
+strace_calls() { awk -v s="$2" '$NF == s { print $4; f = 1 } END { if (!f) print 0 }' "$1"; }
+if command -v strace >/dev/null; then
+	note "case 5: syscalls per accept (strace -c -f, $SC_N1 vs $SC_N2 accepts)"
+	for v in plain st qa; do
+		case $v in plain) envs="" ;; st) envs="$SHIM $POL" ;; qa) envs="$SHIM $POL SOCKTUNE_QUICKACK=1" ;; esac
+		for n in $SC_N1 $SC_N2; do
+			p=$(port)
+			# shellcheck disable=SC2086
+			timeout 60 strace -f -c -o "$OUT/strace-$v-$n" env SOCKTUNE_LOG_FILE="$OUT/strace-$v.%p.log" $envs \
+				"$TSRV" -m accept -s -b 1024 -n "$n" -t 60 -p "$p" >/dev/null 2>&1 &
+			st_pid=$!
+			PIDS="$PIDS $st_pid"
+			waitfor 127.0.0.1 "$p"
+			"$BB/bcli" cc 127.0.0.1 "$p" $((n - 1)) >/dev/null
+			wait "$st_pid"
+		done
+		d=$((SC_N2 - SC_N1))
+		for s in total setsockopt getsockopt; do
+			a=$(strace_calls "$OUT/strace-$v-$SC_N1" $s)
+			b=$(strace_calls "$OUT/strace-$v-$SC_N2" $s)
+			rec "c5.sys_$s.$v" "$(awk -v a="$a" -v b="$b" -v d=$d 'BEGIN { printf "%.2f", (b - a) / d }')"
+		done
+	done
+else
+	note "case 5: strace not installed: no syscall counts"
+fi
+
+# Instructions per passed-through read(): callgrind, collecting only the read loop.
+if command -v valgrind >/dev/null; then
+	note "case 5: instructions per read() (callgrind, $CG_N calls)"
+	for v in plain st; do
+		envs=""
+		[ $v = st ] && envs="LD_PRELOAD=$LIB SOCKTUNE_LOG=off $POL"
+		# shellcheck disable=SC2086
+		env $envs valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind-$v" \
+			--toggle-collect=bench_loop "$BB/callread" "$CG_N" >/dev/null 2>"$OUT/callgrind-$v.err"
+		ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$OUT/callgrind-$v")
+		rec "c5.ir.$v" "$(awk -v i="${ir:-0}" -v n="$CG_N" 'BEGIN { printf "%.1f", i / n }')"
+	done
+else
+	note "case 5: valgrind not installed: no instruction counts"
+fi
+
+# RSS of a server holding HOLD_N open connections, with and without the library.
+hard=$(ulimit -Hn)
+[ "$hard" != unlimited ] && [ "$hard" -lt $((HOLD_N + 64)) ] && HOLD_N=$((hard - 64))
+note "case 5: RSS at $HOLD_N open connections"
+for v in plain st; do
+	envs=""
+	[ $v = st ] && envs="$SHIM $POL"
+	p=$(port)
+	start c5-hold-$v "$envs" "$BB/bsrv" hold 127.0.0.1 "$p" $((HOLD_N + 1))
+	s=$LAST
+	waitfor 127.0.0.1 "$p"
+	rec "c5.rss0.$v" "$(awk '/^VmRSS:/ { print $2 }' /proc/"$s"/status)"
+	"$BB/bcli" hold 127.0.0.1 "$p" $HOLD_N 60 >"$OUT/c5-hold-$v.client" 2>&1 &
+	c=$!
+	PIDS="$PIDS $c"
+	i=0
+	while [ $i -lt 600 ] && ! grep -q accepted= "$OUT/c5-hold-$v.out"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$s"/status)
+	grep -q accepted= "$OUT/c5-hold-$v.out" && rec "c5.rss.$v" "$rss"
+	stop "$c" "$s"
+done
+
+# ---- the table ----
+cat >"$OUT/rows" <<EOF
+1 python keep-alive, NODELAY|p50 per request (ms)|c1.p50_us|plain|st|ms
+1 python keep-alive, NODELAY|p99 per request (ms)|c1.p99_us|plain|st|ms
+1 python keep-alive, NODELAY|requests > 20 ms (of $C1_N)|c1.over|plain|st|n
+2 two-write client, QUICKACK|p50 per request (ms)|c2.p50_us|plain|st|ms
+2 two-write client, QUICKACK|p99 per request (ms)|c2.p99_us|plain|st|ms
+2 two-write client, QUICKACK|requests > 20 ms (of $C2_N)|c2.over|plain|st|n
+2 two-write, plain = app sets QUICKACK once at accept|p50 per request (ms)|c2.p50_us|once|st|ms
+2 two-write, plain = app sets QUICKACK once at accept|requests > 20 ms (of $C2_N)|c2.over|once|st|n
+3 python burst, BACKLOG=4096|connect p50 (ms)|c3.p50_us|plain|st|ms
+3 python burst, BACKLOG=4096|connect p99 (ms)|c3.p99_us|plain|st|ms
+3 python burst, BACKLOG=4096|connects > 500 ms (of $C3_N)|c3.over|plain|st|n
+3 python burst, BACKLOG=4096|TcpExt ListenOverflows delta|c3.overflows|plain|st|n
+3 python burst, BACKLOG=4096|TcpExt TCPSynRetrans delta|c3.synretrans|plain|st|n
+4 390 KB body, RCVBUF=16M, loopback|time to first response byte (ms)|c4lo.ttfb_us|plain|st|ms
+4 390 KB body, RCVBUF=16M, loopback|client send() blocked (ms)|c4lo.send_us|plain|st|ms
+4 390 KB body, RCVBUF=16M, loopback|tcpi_total_retrans|c4lo.total_retrans|plain|st|n
+EOF
+if [ "$C4_VETH" = 1 ]; then
+	cat >>"$OUT/rows" <<EOF
+4 390 KB body, RCVBUF=16M, veth MTU 1500|time to first response byte (ms)|c4veth.ttfb_us|plain|st|ms
+4 390 KB body, RCVBUF=16M, veth MTU 1500|client send() blocked (ms)|c4veth.send_us|plain|st|ms
+4 390 KB body, RCVBUF=16M, veth MTU 1500|tcpi_total_retrans|c4veth.total_retrans|plain|st|n
+EOF
+fi
+cat >>"$OUT/rows" <<EOF
+5 overhead, NODELAY+BACKLOG|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|st|n|c5.rate_ratio
+5 overhead, + QUICKACK|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|qa|n|c5.rate_ratio
+5 overhead, NODELAY+BACKLOG|syscalls per accepted connection|c5.sys_total|plain|st|f
+5 overhead, NODELAY+BACKLOG|setsockopt+getsockopt per accept|c5.sys_setsockopt+c5.sys_getsockopt|plain|st|f
+5 overhead, + QUICKACK|syscalls per accepted connection|c5.sys_total|plain|qa|f
+5 overhead, + QUICKACK|setsockopt+getsockopt per accept|c5.sys_setsockopt+c5.sys_getsockopt|plain|qa|f
+5 overhead, NODELAY+BACKLOG|instructions per read() passed through (callgrind)|c5.ir|plain|st|f1
+5 overhead, NODELAY+BACKLOG|server RSS, listening, 0 connections (KiB)|c5.rss0|plain|st|n
+5 overhead, NODELAY+BACKLOG|server RSS at $HOLD_N connections (KiB)|c5.rss|plain|st|n
+EOF
+# Median of the rounds for each key; a row's key may be a sum of keys ("a+b").
+awk -F'|' '
+	function median(key,    n, i, j, t, a) {
+		n = cnt[key]
+		if (!n) return ""
+		for (i = 1; i <= n; i++) a[i] = val[key, i]
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function get(keys, v,    k, n, i, s, m) {
+		n = split(keys, k, "+"); s = 0
+		for (i = 1; i <= n; i++) { m = median(k[i] "." v); if (m == "") return ""; s += m }
+		return s
+	}
+	function fmt(x, unit) {
+		if (x == "") return "n/a"
+		if (unit == "ms") return sprintf(x < 10000 ? "%.2f" : "%.1f", x / 1000)
+		if (unit == "f") return sprintf("%.2f", x)
+		if (unit == "f1") return sprintf("%.1f", x)
+		return sprintf("%d", x + 0.5)
+	}
+	FILENAME == ARGV[1] { split($0, f, " "); cnt[f[1]]++; val[f[1], cnt[f[1]]] = f[2] + 0; next }
+	{
+		a = get($3, $4); b = get($3, $5)
+		ratio = (a == "" || b == "" || a == 0) ? "-" : sprintf("%.3g", b / a)
+		if ($7 != "") { m = median($7 "." $5); ratio = m == "" ? "-" : sprintf("%.3f", m) }
+		printf "| %s | %s | %s | %s | %s |\n", $1, $2, fmt(a, $6), fmt(b, $6), ratio
+	}' "$RES" "$OUT/rows" >"$OUT/table.body"
+{
+	echo "| case | metric | plain | socktune | ratio |"
+	echo "|---|---|---|---|---|"
+	cat "$OUT/table.body"
+} >"$BB/table.md"
+
+"$BB/svgchart" "$BB/latency.svg" \
+	"Every point is one request (cases 1, 2) or one connect (case 3), all rounds of one run; $(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%d)." \
+	"1  python http.server keep-alive;20000;plain,#d62728,$OUT/c1-plain.us;socktune NODELAY=1,#1f77b4,$OUT/c1-st.us" \
+	"2  two-write client;20000;plain,#d62728,$OUT/c2-plain.us;app: QUICKACK once at accept,#ff7f0e,$OUT/c2-once.us;socktune QUICKACK=1,#1f77b4,$OUT/c2-st.us" \
+	"3  300 concurrent connects;500000;plain (backlog 5),#d62728,$OUT/c3-plain.us;socktune BACKLOG=4096,#1f77b4,$OUT/c3-st.us"
+
+echo
+cat "$BB/table.md"
+echo
+echo "medians of $ROUNDS rounds (case 4: $C4_ROUNDS, case 5 rate: $CC_ROUNDS); case 3 in $C3_WHERE; ratio = socktune / plain;" \
+	"$(($(date +%s) - T0)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "table: $BB/table.md  chart: $BB/latency.svg  raw: $OUT"
