@@ -93,6 +93,9 @@ int main(int argc, char **argv)
 		lfd = socket(family, SOCK_STREAM, 0);
 		if (lfd < 0)
 			die("socket: %s", strerror(errno));
+		/* like most servers: a restart on the same port must not fail on TIME_WAIT */
+		int one = 1;
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		struct sockaddr_storage ss;
 		memset(&ss, 0, sizeof ss);
 		socklen_t len;
