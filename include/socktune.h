@@ -52,6 +52,8 @@ enum st_type {
 	  "off, error, warn, info or debug")                                                         \
 	X(LOG_FILE, "LOG_FILE", "log-file", ST_T_PATH, 0, 0, "PATH", "stderr",                       \
 	  "append log lines to PATH (%p becomes the pid)")                                           \
+	X(STATS, "STATS", "stats", ST_T_PATH, 0, 0, "PATH", "off",                                   \
+	  "keep live per-listener counters in PATH (%p becomes the pid); read with socktune stats")  \
 	X(KEEPALIVE, "KEEPALIVE", "keepalive", ST_T_KEEPALIVE, 0, 1, "on|IDLE:INTVL:CNT",            \
 	  "unset (the app's)", "SO_KEEPALIVE, with TCP_KEEPIDLE:TCP_KEEPINTVL:TCP_KEEPCNT (s, s, count)") \
 	X(USER_TIMEOUT, "USER_TIMEOUT", "user-timeout", ST_T_INT, 0, 2147483647, "MS", "unset",      \
@@ -113,7 +115,8 @@ struct st_policy {
 	uint64_t client_ports[ST_PORTS_WORDS]; /* SOCKTUNE_CLIENT_PORTS */
 	int ka_idle, ka_intvl, ka_cnt;         /* SOCKTUNE_KEEPALIVE parts, 0 = leave alone */
 	char congestion[16];                   /* SOCKTUNE_CONGESTION (TCP_CA_NAME_MAX) */
-	char log_file[512];
+	char log_file[512];                    /* SOCKTUNE_LOG_FILE */
+	char stats_file[512];                  /* SOCKTUNE_STATS */
 };
 
 enum st_precedence { ST_PRECEDENCE_POLICY, ST_PRECEDENCE_APP };

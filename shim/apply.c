@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "shim.h"
+#include "socktune_stats.h"
 
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
@@ -135,6 +136,7 @@ struct st_listener {
 	_Atomic int checked;     /* 0: no connection accepted yet, 1: being checked, 2: checked */
 	_Atomic uint32_t percon; /* options applied per accepted connection */
 	int family;
+	int stats_slot; /* SOCKTUNE_STATS slot, or -1 */
 	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
 };
 
@@ -146,10 +148,17 @@ struct st_err {
 	char msg[160];
 };
 
+static void count(_Atomic uint64_t *counter)
+{
+	atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
 static int set_int(struct st_err *e, int fd, int level, int opt, const char *label, int val)
 {
 	if (st_real.setsockopt(fd, level, opt, &val, sizeof val) == 0)
 		return 0;
+	if (st_stats)
+		count(&st_stats->setsockopt_failures);
 	snprintf(e->msg, sizeof e->msg, "setsockopt %s: %s", label, strerror(errno));
 	return -1;
 }
@@ -343,6 +352,8 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 		                                (socklen_t)strlen(st_policy.congestion)) != 0) {
 			snprintf(e.msg, sizeof e.msg, "setsockopt %s: %s", label, strerror(errno));
 			warn_congestion(fd, e.msg);
+			if (st_stats)
+				count(&st_stats->setsockopt_failures);
 			return -1;
 		}
 		if (get_name(fd, got, sizeof got) != 0)
@@ -502,6 +513,9 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	memcpy(L->eff, eff, sizeof eff);
 	L->family = family;
+	L->stats_slot = st_stats_listener(fd, family, port, addr, adopting,
+	                                  eff[O_RCVBUF] == NOT_SET ? -1 : eff[O_RCVBUF],
+	                                  eff[O_SNDBUF] == NOT_SET ? -1 : eff[O_SNDBUF]);
 	st_fd_set(fd, ST_FD_LISTENER | (entry & (0xffffffffull << ST_FD_APP_SHIFT)) |
 	                  ((uint64_t)(index + 1) << ST_FD_REC_SHIFT));
 	return TUNED;
@@ -623,6 +637,10 @@ void st_accepted(int lfd, int cfd)
 		uint32_t percon = atomic_load_explicit(&L->percon, memory_order_relaxed);
 		if (percon)
 			apply_percon(cfd, L->family, percon);
+		if (L->stats_slot >= 0) {
+			count(&st_stats->listener[L->stats_slot].accepted);
+			st_stats_sample(L->stats_slot, lfd, 0);
+		}
 		ce = ST_FD_CONN;
 		if (st_on(&st_policy, ST_V_QUICKACK)) {
 			/* Quick-ack is not sticky: the kernel drops back to delayed ACKs after a few
@@ -645,6 +663,8 @@ void st_rearm_quickack(int fd)
 	if (st_real.setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) != 0 &&
 	    (errno == EBADF || errno == ENOTSOCK))
 		st_fd_set(fd, 0); /* closed behind our back; the number now names something else */
+	else if (st_stats)
+		count(&st_stats->quickack_rearms);
 	errno = saved;
 }
 
@@ -750,6 +770,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	if (kind == ST_FD_TCP || !plain)
 		r = st_real.setsockopt(fd, level, optname, val, len);
 	saved = errno;
+	if (r == 0 && plain && st_stats)
+		count(&st_stats->app_overrides_refused);
 	uint32_t bit = 1u << i;
 	if (r == 0 && plain && !(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
 		if (opts[i].flags & F_STRING)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "socktune_stats.h"
 
 int st_sysctl_str(const char *name, char *buf, size_t n)
 {
@@ -42,4 +43,40 @@ long long st_sysctl_num(const char *name, long long dflt)
 	char *end;
 	long long v = strtoll(buf, &end, 10);
 	return end == buf ? dflt : v;
+}
+
+/* A TcpExt counter of this network namespace, from /proc/net/netstat: a line of names
+ * ("TcpExt: SyncookiesSent ... ListenOverflows ...") followed by a line of values. */
+long long st_netstat(const char *name)
+{
+	char buf[16384];
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/net/netstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long n = 0, r;
+	while (n < (long)sizeof buf - 1 && (r = syscall(SYS_read, fd, buf + n, sizeof buf - 1 - n)) > 0)
+		n += r;
+	syscall(SYS_close, fd);
+	buf[n] = '\0';
+
+	char *names = strstr(buf, "TcpExt:");
+	char *values = names ? strstr(names + 1, "TcpExt:") : NULL;
+	if (!values)
+		return -1;
+	size_t want = strlen(name);
+	char *np = names + 7, *vp = values + 7;
+	while (np < values) {
+		while (*np == ' ')
+			np++;
+		while (*vp == ' ')
+			vp++;
+		size_t len = strcspn(np, " \n");
+		if (len == 0 || *vp == '\n' || *vp == '\0')
+			return -1;
+		if (len == want && strncmp(np, name, len) == 0)
+			return strtoll(vp, NULL, 10);
+		np += len;
+		vp += strcspn(vp, " \n");
+	}
+	return -1;
 }

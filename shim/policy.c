@@ -300,6 +300,7 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
 		}
 		break;
 	case ST_T_PATH: {
+		char *dst = id == ST_V_STATS ? p->stats_file : p->log_file;
 		char probe[sizeof p->log_file];
 		r = -1;
 		if (*s == '\0')
@@ -307,7 +308,7 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
 		else if (st_expand_path(s, 4194304, probe, sizeof probe) != 0)
 			snprintf(err, n, "path too long (at most %zu bytes)", sizeof p->log_file - 8);
 		else {
-			snprintf(p->log_file, sizeof p->log_file, "%s", s);
+			snprintf(dst, sizeof p->log_file, "%s", s);
 			r = 0;
 		}
 		break;

@@ -114,6 +114,15 @@ static inline void st_after_receive(int fd, ssize_t r)
 		st_rearm_quickack(fd);
 }
 
+/* ---- live counters (stats.c), only with SOCKTUNE_STATS ---- */
+struct st_stats_file;
+extern struct st_stats_file *st_stats;
+/* A slot for a newly tuned listener, or -1 (no stats, or the file is full). */
+int st_stats_listener(int fd, int family, unsigned port, const char *addr, int adopted,
+                      int rcvbuf, int sndbuf);
+/* Sample the accept queue of slot's listener, at most every 100 ms unless forced. */
+void st_stats_sample(int slot, int lfd, int force);
+
 /* ---- host limits (host.c): /proc/sys read with raw syscalls, so no hook is re-entered ---- */
 long long st_sysctl_num(const char *name, long long dflt); /* "net.core.rmem_max" */
 int st_sysctl_str(const char *name, char *buf, size_t n);
