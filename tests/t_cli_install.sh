@@ -1,0 +1,27 @@
+#!/bin/sh
+# make install into a temporary DESTDIR: the installed command finds ../lib/libsocktune.so;
+# make uninstall removes what install put there.
+. "$(dirname "$0")/lib.sh"
+unset LD_PRELOAD
+for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+D=$TMP/dest
+# The build is already made by `make test`; install only copies it (the BUILD in use).
+if ! make -s -C "$ROOT" install BUILD="$B" PREFIX=/opt/st DESTDIR="$D" >"$TMP/make.out" 2>&1; then
+	fail install "make install: $(tail -n 3 "$TMP/make.out")"
+	exit 0
+fi
+check install_files "missing under $D/opt/st" -x "$D/opt/st/bin/socktune" -a -f "$D/opt/st/lib/libsocktune.so"
+got=$("$D/opt/st/bin/socktune" --nodelay -- sh -c 'printf "%s %s" "$LD_PRELOAD" "$SOCKTUNE_NODELAY"' 2>/dev/null)
+check install_finds_library "got '$got'" "$got" = "$D/opt/st/lib/libsocktune.so 1"
+"$D/opt/st/bin/socktune" check --nodelay >/dev/null 2>&1
+check install_check_runs "status $?" $? -eq 0
+man=0
+for m in "$ROOT"/docs/*.1 "$ROOT"/docs/*.7; do
+	[ -f "$m" ] || continue
+	sec=${m##*.}
+	[ -f "$D/opt/st/share/man/man$sec/$(basename "$m")" ] || man=$((man + 1))
+done
+check install_man_pages "$man man pages not installed" $man -eq 0
+make -s -C "$ROOT" uninstall BUILD="$B" PREFIX=/opt/st DESTDIR="$D" >"$TMP/make.out" 2>&1
+left=$(find "$D" -type f | tr '\n' ' ')
+check uninstall "left: $left" -z "$left"
