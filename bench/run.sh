@@ -275,14 +275,18 @@ done
 r=0
 while [ $r -lt "$CC_ROUNDS" ]; do
 	for v in $(rotate $r plain st qa); do
-		case $v in plain) p=$pa ;; st) p=$pb ;; qa) p=$pq ;; esac
+		case $v in plain) p=$pa s=$sa ;; st) p=$pb s=$sb ;; qa) p=$pq s=$sq ;; esac
+		# The server's own CPU time (schedstat, ns) is far steadier than the wall rate.
+		c0=$(cut -d' ' -f1 /proc/"$s"/schedstat)
 		client c5 $v "$BB/bcli" cc 127.0.0.1 "$p" "$CC_N"
+		c1=$(cut -d' ' -f1 /proc/"$s"/schedstat)
+		rec "c5.cpu.$v" "$(awk -v a="$c0" -v b="$c1" -v n="$CC_N" 'BEGIN { printf("%.3f", (b - a) / n / 1000) }')"
 		eval "rate_$v=\$(kv \"\$line\" rate)"
 	done
 	# shellcheck disable=SC2154
 	for v in st qa; do
 		eval "x=\$rate_$v"
-		rec "c5.rate_ratio.$v" "$(awk -v a="$rate_plain" -v b="$x" 'BEGIN { printf "%.4f", a > 0 ? b / a : 0 }')"
+		rec "c5.rate_ratio.$v" "$(awk -v a="$rate_plain" -v b="$x" 'BEGIN { printf("%.4f", (a > 0) ? b / a : 0) }')"
 	done
 	r=$((r + 1))
 done
@@ -389,6 +393,8 @@ fi
 cat >>"$OUT/rows" <<EOF
 5 overhead, NODELAY+BACKLOG|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|st|n|c5.rate_ratio
 5 overhead, + QUICKACK|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|qa|n|c5.rate_ratio
+5 overhead, NODELAY+BACKLOG|server CPU per accept+close (us, schedstat)|c5.cpu|plain|st|f
+5 overhead, + QUICKACK|server CPU per accept+close (us, schedstat)|c5.cpu|plain|qa|f
 5 overhead, NODELAY+BACKLOG|syscalls per accepted connection|c5.sys_total|plain|st|f
 5 overhead, NODELAY+BACKLOG|setsockopt+getsockopt per accept|c5.sys_setsockopt+c5.sys_getsockopt|plain|st|f
 5 overhead, + QUICKACK|syscalls per accepted connection|c5.sys_total|plain|qa|f
