@@ -1,0 +1,55 @@
+#!/bin/sh
+# TCP_QUICKACK re-armed after every receive: a keep-alive server whose client writes each
+# request in two small writes (Nagle on) waits for its own delayed ACK (~40 ms) on every
+# request; with SOCKTUNE_QUICKACK=1 it does not.  Counts of requests over 20 ms, not times.
+. "$(dirname "$0")/lib.sh"
+. "$ROOT/tests/servers.sh"
+
+N=50
+
+# split NAME FAMILY [VAR=value...] -- [tserver args]: N two-write requests on one connection;
+# sets OVER (requests over 20 ms) and RES (kaclient's line).
+split() {
+	_n=$1 _fam=$2
+	shift 2
+	OVER="" RES=""
+	if ! ts_start "$_n" "$@" -m ka -n 1 -q 100 -r 100; then
+		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
+		return 1
+	fi
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$TS_PORT")
+	ts_wait
+	OVER=$(kc_val "$RES" over)
+	if [ "$(kc_val "$RES" done)" != $N ]; then
+		fail "$_n" "client did not finish: $RES"
+		return 1
+	fi
+}
+
+for fam in 4 6; do
+	split before_v$fam "$fam" LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 -- -"$fam" || continue
+	before=$OVER before_res=$RES
+	split after_v$fam "$fam" LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -"$fam" || continue
+	after=$OVER
+	echo "# v$fam without QUICKACK: $before_res"
+	echo "# v$fam with QUICKACK:    $RES"
+	if [ "$before" -lt 40 ]; then
+		skip quickack_before_v$fam "without QUICKACK only $before of $N requests stalled on this kernel ($before_res); nothing to show"
+	else
+		pass quickack_before_v$fam
+	fi
+	check quickack_after_v$fam "with QUICKACK $after of $N requests still over 20 ms ($RES)" "$after" -le 5
+	check quickack_log_v$fam "listen line: $(log_line after_v$fam listen)" \
+		"$(field "$(log_line after_v$fam listen)" quickack)" = 1
+done
+
+# the other receive call: recv() instead of read() (the fortified build calls __recv_chk)
+split recv_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -R &&
+	check quickack_recv "with QUICKACK and recv(): $RES" "$OVER" -le 5
+# QUICKACK=0 is the kernel's behaviour: stalls like no variable at all
+split off_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=0 -- &&
+	if [ "$before" -ge 40 ]; then
+		check quickack_off "QUICKACK=0 should change nothing: $RES" "$OVER" -ge 40
+	else
+		skip quickack_off "no stall to compare with ($RES)"
+	fi
