@@ -527,7 +527,8 @@ int st_listen(int fd, int backlog)
 	unsigned kind = ST_FD_KIND(e);
 
 	if (kind == ST_FD_LISTENER) /* listen() again: only the backlog changes */
-		return st_real.listen(fd, backlog_governed() ? want_backlog(backlog) : backlog);
+		return st_real.listen(fd, backlog_governed() && !dry_run() ? want_backlog(backlog)
+		                                                           : backlog);
 	int saved = errno;
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
 	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
