@@ -53,3 +53,8 @@ split off_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=0 -- &&
 	else
 		skip quickack_off "no stall to compare with ($RES)"
 	fi
+# _FORTIFY_SOURCE builds call __read_chk / __recv_chk instead: the same re-arm
+split chk_read_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -F &&
+	check quickack_read_chk "with QUICKACK and __read_chk: $RES" "$OVER" -le 5
+split chk_recv_v6 6 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -6 -F -R &&
+	check quickack_recv_chk "with QUICKACK and __recv_chk: $RES" "$OVER" -le 5

@@ -4,7 +4,7 @@
  * the preloaded library.
  *
  *   tserver [-4|-6] [-A] [-b BACKLOG] [-n CONNS] [-m accept|hold|ka] [-q REQ] [-r REPLY]
- *           [-R] [-s] [-p PORT] [-L FD] [-t SECONDS]
+ *           [-R] [-F] [-s] [-p PORT] [-L FD] [-t SECONDS]
  *
  *   -A       accept4(SOCK_CLOEXEC) instead of accept
  *   -b N     listen backlog (default 5; -1 asks for the kernel's maximum)
@@ -13,6 +13,8 @@
  *      hold    print, keep every connection open until N were accepted
  *      ka      keep-alive: read REQ bytes, answer REPLY bytes, until the client closes
  *   -R       read requests with recv() instead of read()
+ *   -F       read into a fixed-size array, so a _FORTIFY_SOURCE build calls __read_chk or
+ *            __recv_chk (the default heap buffer gets the plain read/recv)
  *   -s       silent: no getsockopt at all (for syscall counting); only PORT and DONE
  *   -L FD    do not make a listener: accept on the inherited listening socket FD
  *   -t S     give up after S seconds (default 30)
@@ -52,7 +54,7 @@ static long listen_backlog(int fd)
 static void usage(void)
 {
 	fprintf(stderr, "usage: tserver [-4|-6] [-A] [-b BACKLOG] [-n CONNS] [-m accept|hold|ka] "
-	                "[-q REQ] [-r REPLY] [-R] [-s] [-p PORT] [-L FD] [-t SECONDS]\n");
+	                "[-q REQ] [-r REPLY] [-R] [-F] [-s] [-p PORT] [-L FD] [-t SECONDS]\n");
 	exit(2);
 }
 
@@ -60,11 +62,11 @@ int main(int argc, char **argv)
 {
 	prog_name = "tserver";
 	int family = AF_INET, use_accept4 = 0, backlog = 5, conns = 1, use_recv = 0, silent = 0;
-	int inherited = -1, port = 0, timeout = 30;
+	int inherited = -1, port = 0, timeout = 30, fortified = 0;
 	size_t req = 100, reply = 100;
 	const char *mode = "accept";
 	int c;
-	while ((c = getopt(argc, argv, "46Ab:n:m:q:r:RsL:p:t:")) != -1) {
+	while ((c = getopt(argc, argv, "46Ab:n:m:q:r:RFsL:p:t:")) != -1) {
 		switch (c) {
 		case '4': family = AF_INET; break;
 		case '6': family = AF_INET6; break;
@@ -75,6 +77,7 @@ int main(int argc, char **argv)
 		case 'q': req = (size_t)num_arg("-q", optarg, 1, 65536); break;
 		case 'r': reply = (size_t)num_arg("-r", optarg, 1, 1 << 20); break;
 		case 'R': use_recv = 1; break;
+		case 'F': fortified = 1; break;
 		case 's': silent = 1; break;
 		case 'L': inherited = (int)num_arg("-L", optarg, 0, 1 << 20); break;
 		case 'p': port = (int)num_arg("-p", optarg, 0, 65535); break;
@@ -135,6 +138,7 @@ int main(int argc, char **argv)
 	if (!rbuf || !wbuf || (m_hold && !held))
 		die("out of memory");
 	memset(wbuf, 'r', reply);
+	static char fbuf[65536];
 	long requests = 0;
 	for (int i = 0; i < conns; i++) {
 		int cfd = use_accept4 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : accept(lfd, NULL, NULL);
@@ -156,8 +160,13 @@ int main(int argc, char **argv)
 			for (;;) {
 				size_t got = 0;
 				while (got < req) {
-					ssize_t r = use_recv ? recv(cfd, rbuf + got, req - got, 0)
-					                     : read(cfd, rbuf + got, req - got);
+					ssize_t r;
+					if (fortified) /* fbuf's size is known: __read_chk, __recv_chk */
+						r = use_recv ? recv(cfd, fbuf, req - got, 0)
+						             : read(cfd, fbuf, req - got);
+					else
+						r = use_recv ? recv(cfd, rbuf + got, req - got, 0)
+						             : read(cfd, rbuf + got, req - got);
 					if (r < 0 && errno == EINTR)
 						continue;
 					if (r <= 0)
