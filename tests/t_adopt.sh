@@ -1,0 +1,99 @@
+#!/bin/sh
+# Adoption: a listening socket the process did not make through the hooks (here: made by
+# python, inherited across exec) is tuned at its first accept(): event=adopt, its backlog
+# changed (TCP_INFO) and accepted sockets carry the options.  The first connection predates
+# the tuning, so it is no evidence that the kernel does not copy the options: later
+# connections must not pay per-connection syscalls for it, nor the log cry wolf.
+. "$(dirname "$0")/lib.sh"
+. "$ROOT/tests/servers.sh"
+
+# python makes the listener (backlog 5), then execs tserver -L FD under the library
+ADOPT='
+import os, socket, sys
+six = sys.argv[1] == "6"
+s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_STREAM)
+s.bind(("::1" if six else "127.0.0.1", 0))
+s.listen(5)
+s.set_inheritable(True)
+env = dict(os.environ)
+if os.environ.get("ST_PRELOAD"):
+    env["LD_PRELOAD"] = os.environ["ST_PRELOAD"]
+os.execve(sys.argv[2], [sys.argv[2], "-L", str(s.fileno())] + sys.argv[3:], env)
+'
+
+# adopt NAME FAMILY CONNS [VAR=value...] -- [tserver args]: through python; CONNS connections.
+adopt() {
+	_n=$1 _fam=$2 _c=$3
+	shift 3
+	_env=""
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		_env="$_env $1"
+		shift
+	done
+	[ "$1" = "--" ] && shift
+	# shellcheck disable=SC2086
+	env $_env "$PY" -c "$ADOPT" "$_fam" "$BIN/tserver" -n "$_c" -m hold "$@" \
+		>"$TMP/$_n.out" 2>"$TMP/$_n.err" &
+	TS_PID=$!
+	if ! wait_file "$TMP/$_n.out" '^PORT '; then
+		fail "$_n" "no server: $(cat "$TMP/$_n.err")"
+		return 1
+	fi
+	TS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_n.out")
+	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
+	ts_wait
+}
+
+for fam in 4 6; do
+	aflag=""
+	[ $fam = 6 ] && aflag=-A # accept4 on one family, accept on the other
+	n=adopt_v$fam
+	adopt $n $fam 3 ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 -- $aflag || continue
+	line=$(log_line $n adopt)
+	check ${n}_logged "want one event=adopt line: $(cat "$TMP/$n.err")" \
+		-n "$line" -a "$(count_lines "$TMP/$n.err" event=adopt)" -eq 1 \
+		-a "$(count_lines "$TMP/$n.err" event=listen)" -eq 0
+	check ${n}_log_keys "adopt line: $line" "$(field "$line" backlog.app)" = 5 \
+		-a "$(field "$line" backlog.want)" = 300 -a "$(field "$line" backlog.effective)" = 300 \
+		-a "$(field "$line" nodelay)" = 1
+	check ${n}_before "listener before the first accept: $(grep LISTENER "$TMP/$n.out")" \
+		"$(ts_val $n LISTENER backlog)" = 5 -a "$(ts_val $n LISTENER nodelay)" = 0
+	for i in 1 2 3; do
+		check ${n}_conn$i "accepted socket $i: $(grep CONN "$TMP/$n.out" | sed -n ${i}p)" \
+			"$(ts_val $n CONN backlog $i)" = 300 -a "$(ts_val $n CONN nodelay $i)" = 1
+	done
+	check ${n}_no_false_inherit_warning "the connection accepted before the tuning is reported as a kernel that does not copy options: $(grep event=inherit "$TMP/$n.err")" \
+		"$(count_lines "$TMP/$n.err" event=inherit)" -eq 0
+done
+
+# not preloaded: the same program leaves the listener alone (the test can tell the difference)
+n=adopt_none
+adopt $n 4 1 -- && check $n "without the library: $(grep CONN "$TMP/$n.out")" \
+	"$(ts_val $n CONN backlog)" = 5 -a "$(ts_val $n CONN nodelay)" = 0
+
+# excluded by SOCKTUNE_PORTS: not adopted, not logged
+n=adopt_excluded
+adopt $n 4 1 ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_PORTS=1 -- &&
+	check $n "excluded inherited listener: $(grep CONN "$TMP/$n.out") $(cat "$TMP/$n.err")" \
+		"$(ts_val $n CONN backlog)" = 5 -a "$(ts_val $n CONN nodelay)" = 0 -a ! -s "$TMP/$n.err"
+
+# per-connection cost after adoption: setsockopt/getsockopt calls must not grow with the
+# number of connections (the kernel copies NODELAY from the tuned listener)
+if command -v strace >/dev/null 2>&1; then
+	for c in 2 8; do
+		n=adopt_cost_$c
+		env ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 strace -f -qq -e trace=setsockopt,getsockopt \
+			-o "$TMP/$n.st" "$PY" -c "$ADOPT" 4 "$BIN/tserver" -n $c -m accept -s \
+			>"$TMP/$n.out" 2>"$TMP/$n.err" &
+		TS_PID=$!
+		if wait_file "$TMP/$n.out" '^PORT '; then
+			"$BIN/kaclient" burst -n $c -T 5 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null
+		fi
+		ts_wait
+		eval "calls_$c=$(grep -c 'sockopt(' "$TMP/$n.st")"
+	done
+	check adopt_no_per_connection_syscalls "sockopt calls with 2 connections: $calls_2, with 8: $calls_8 (growing = per-connection setsockopt after adoption)" \
+		"$calls_2" -gt 0 -a "$calls_2" -eq "$calls_8"
+else
+	skip adopt_no_per_connection_syscalls "strace not installed"
+fi
