@@ -335,6 +335,26 @@ if command -v valgrind >/dev/null; then
 		ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$OUT/callgrind-$v")
 		rec "c5.ir.$v" "$(awk -v i="${ir:-0}" -v n="$CG_N" 'BEGIN { printf "%.1f", i / n }')"
 	done
+	# The same for the accept hook: a server under callgrind for two numbers of accepts.
+	note "case 5: instructions per accept+close (callgrind, $SC_N1 vs $SC_N2 accepts)"
+	for v in plain st; do
+		envs=""
+		[ $v = st ] && envs="LD_PRELOAD=$LIB SOCKTUNE_LOG=off $POL"
+		for n in $SC_N1 $SC_N2; do
+			p=$(port)
+			# shellcheck disable=SC2086
+			timeout 60 env $envs valgrind --tool=callgrind --callgrind-out-file="$OUT/cgaccept-$v-$n" \
+				"$TSRV" -m accept -s -b 1024 -n "$n" -t 60 -p "$p" >/dev/null 2>&1 &
+			cg_pid=$!
+			PIDS="$PIDS $cg_pid"
+			waitfor 127.0.0.1 "$p"
+			"$BB/bcli" cc 127.0.0.1 "$p" $((n - 1)) >/dev/null
+			wait "$cg_pid"
+		done
+		a=$(awk '/^(summary|totals):/ { print $2; exit }' "$OUT/cgaccept-$v-$SC_N1")
+		b=$(awk '/^(summary|totals):/ { print $2; exit }' "$OUT/cgaccept-$v-$SC_N2")
+		rec "c5.iracc.$v" "$(awk -v a="${a:-0}" -v b="${b:-0}" -v d=$((SC_N2 - SC_N1)) 'BEGIN { printf("%.1f", (b - a) / d) }')"
+	done
 else
 	note "case 5: valgrind not installed: no instruction counts"
 fi
@@ -400,6 +420,7 @@ cat >>"$OUT/rows" <<EOF
 5 overhead, + QUICKACK|syscalls per accepted connection|c5.sys_total|plain|qa|f
 5 overhead, + QUICKACK|setsockopt+getsockopt per accept|c5.sys_setsockopt+c5.sys_getsockopt|plain|qa|f
 5 overhead, NODELAY+BACKLOG|instructions per read() passed through (callgrind)|c5.ir|plain|st|f1
+5 overhead, NODELAY+BACKLOG|instructions per accept+close, user space (callgrind)|c5.iracc|plain|st|f1
 5 overhead, NODELAY+BACKLOG|server RSS, listening, 0 connections (KiB)|c5.rss0|plain|st|n
 5 overhead, NODELAY+BACKLOG|server RSS at $HOLD_N connections (KiB)|c5.rss|plain|st|n
 EOF
