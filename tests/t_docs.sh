@@ -1,0 +1,114 @@
+#!/bin/sh
+# Documentation drift (issue 7).  Fails when:
+#  - a SOCKTUNE_ variable the code reads (ST_VARIABLES in include/socktune.h, plus any other
+#    SOCKTUNE_ name in shim/*.c and include/*.h, such as SOCKTUNE_LIBRARY) has no entry in
+#    docs/libsocktune.7 or no row in the README's variable table;
+#  - the docs (README.md, docs/*, examples/) name a SOCKTUNE_ variable the code does not read;
+#  - an --option printed by `socktune --help` is missing from docs/socktune.1;
+#  - a man page does not render cleanly (groff -ww).
+# The checks first run once against copies with a known drift put in, so a check that
+# silently stopped matching anything is itself a failure.
+. "$ROOT/tests/lib.sh"
+
+CLI=$B/socktune
+cd "$ROOT" || exit 1
+
+# ---- what the code reads ----
+code_vars() {
+	# X(RCVBUF, "RCVBUF", ...) -> SOCKTUNE_RCVBUF
+	sed -n 's/^[[:space:]]*X([A-Z0-9_]*, "\([A-Z0-9_]*\)".*/SOCKTUNE_\1/p' include/socktune.h
+	# every other name in the code (header guards are not variables)
+	cat shim/*.c include/*.h | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | grep -v '_H$'
+}
+code_vars | sort -u >"$TMP/code"
+n_table=$(grep -c '^[[:space:]]*X([A-Z0-9_]*, "' include/socktune.h)
+n_code=$(wc -l <"$TMP/code")
+check code-variables "found $n_code names, $n_table in ST_VARIABLES (parsing socktune.h broke?)" \
+	"$n_table" -ge 20 -a "$n_code" -gt "$n_table"
+grep -qx SOCKTUNE_LIBRARY "$TMP/code" || fail code-variables "SOCKTUNE_LIBRARY not found in the code"
+
+# ---- the checks, as functions over given files, so they can be tried on broken copies ----
+
+# man_missing MAN7: variables of $TMP/code without an entry (.BI/.BR/.B SOCKTUNE_X=) there.
+man_missing() {
+	while read -r v; do
+		grep -q "^\.B[IR]* $v=" "$1" 2>/dev/null || echo "$v"
+	done <"$TMP/code"
+}
+
+# readme_missing README: variables of $TMP/code without a table row (| ... SOCKTUNE_X ...).
+readme_missing() {
+	while read -r v; do
+		grep '^[[:space:]]*|' "$1" 2>/dev/null | grep -q "$v\([^A-Z0-9_]\|$\)" || echo "$v"
+	done <"$TMP/code"
+}
+
+# unknown_names FILE...: SOCKTUNE_ names the docs use that the code does not read.
+unknown_names() {
+	cat "$@" | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | sort -u | while read -r v; do
+		grep -qx "$v" "$TMP/code" || echo "$v"
+	done
+}
+
+# options_missing MAN1: --options of `socktune --help` that MAN1 does not list as an item
+# (the tag line after .TP; a mention in passing does not count).
+options_missing() {
+	# the tags, with \- as - and font escapes gone
+	awk 'prev == ".TP" { print } { prev = $0 }' "$1" |
+		sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' >"$TMP/man1.txt"
+	"$CLI" --help | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | sort -u | while read -r o; do
+		grep -q -- "$o\([^a-z0-9-]\|$\)" "$TMP/man1.txt" || echo "$o"
+	done
+}
+
+# ---- self-test: each check must catch a drift put in on purpose ----
+sed '/^\.BI SOCKTUNE_MARK=/d' docs/libsocktune.7 >"$TMP/bad.7"
+printf '| SOCKTUNE_NODELAY | boolean | x |\n' >"$TMP/bad.md"
+printf 'run with SOCKTUNE_NO_SUCH_THING=1\n' >"$TMP/bad.txt"
+sed '/^\.B \\-\\-rcvbuf\\-force$/d' docs/socktune.1 >"$TMP/bad.1"
+check selftest-man7 "dropping SOCKTUNE_MARK's entry went unnoticed" \
+	"$(man_missing "$TMP/bad.7")" = SOCKTUNE_MARK
+check selftest-readme "a README table of one row was not reported" \
+	"$(readme_missing "$TMP/bad.md" | grep -c .)" -eq $((n_code - 1))
+check selftest-unknown "SOCKTUNE_NO_SUCH_THING went unnoticed" \
+	"$(unknown_names "$TMP/bad.txt")" = SOCKTUNE_NO_SUCH_THING
+if [ -x "$CLI" ]; then
+	check selftest-options "dropping --rcvbuf-force from the page went unnoticed" \
+		"$(options_missing "$TMP/bad.1")" = --rcvbuf-force
+fi
+
+# ---- the real documents ----
+for f in docs/libsocktune.7 docs/socktune.1 README.md; do
+	[ -f "$f" ] || fail "exists-$(basename "$f")" "$f is missing"
+done
+
+m=$(man_missing docs/libsocktune.7 | tr '\n' ' ')
+check man7-every-variable "no entry in docs/libsocktune.7 for: $m" -z "$m"
+
+m=$(readme_missing README.md | tr '\n' ' ')
+check readme-every-variable "no row in README.md's variable table for: $m" -z "$m"
+
+docs=$(find README.md docs examples -type f ! -name '*.svg' ! -name '*.png' 2>/dev/null | sort)
+bad=""
+for f in $docs; do
+	u=$(unknown_names "$f" | tr '\n' ' ')
+	[ -n "$u" ] && bad="$bad $f: $u;"
+done
+check docs-name-only-real-variables "names the code does not read:$bad" -z "$bad"
+
+if [ -x "$CLI" ]; then
+	m=$(options_missing docs/socktune.1 | tr '\n' ' ')
+	check man1-every-option "options of socktune --help missing from docs/socktune.1: $m" -z "$m"
+else
+	fail man1-every-option "$CLI not built"
+fi
+
+# ---- the pages render without warnings ----
+if command -v groff >/dev/null 2>&1; then
+	for f in docs/*.1 docs/*.7; do
+		w=$(groff -man -ww -z "$f" 2>&1)
+		check "renders-$(basename "$f")" "groff -man -ww: $w" -z "$w"
+	done
+else
+	skip renders "groff not installed"
+fi
