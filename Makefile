@@ -76,9 +76,9 @@ $(BUILD)/tests/bin/common: ;
 test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN))
 
 test: test-bins
-	@BUILD=$(BUILD) sh tests/run.sh
+	@BUILD=$(BUILD) CC="$(CC)" sh tests/run.sh
 
-demo: $(LIB) $(BUILD)/tests/bin/client
+demo: $(LIB) $(BUILD)/tests/bin/kaclient
 	@BUILD=$(BUILD) sh examples/demo.sh
 
 # The benchmark (issue 5): its own programs in bench/, plus the test helper tserver.
