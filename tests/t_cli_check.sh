@@ -2,9 +2,7 @@
 # socktune check: the host lines against /proc/sys, the verdicts against the arithmetic of
 # this host's limits (rmem_max, somaxconn), --strict's status, and --json parsing.
 . "$(dirname "$0")/lib.sh"
-CMD=$B/socktune
-for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD
+. "$(dirname "$0")/cli.sh"
 
 sysctl_val() { tr -s ' \t' '  ' <"/proc/sys/$(printf '%s' "$1" | tr . /)"; }
 

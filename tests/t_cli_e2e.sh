@@ -4,9 +4,7 @@
 # library's log (event=listen nodelay=1), and from the same pid (exec in place).  Then the
 # same with the small C test server, which a musl build links with musl too.
 . "$(dirname "$0")/lib.sh"
-CMD=$B/socktune
-for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD
+. "$(dirname "$0")/cli.sh"
 SOMAX=$(cat /proc/sys/net/core/somaxconn)
 WANT=4096
 [ "$SOMAX" -lt $WANT ] && WANT=$SOMAX # the kernel's cut; check reports it
@@ -19,7 +17,7 @@ stop() {
 	while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 }
 
-if grep -q ld-musl "$CMD" 2>/dev/null; then
+if [ $IS_MUSL = 1 ]; then
 	skip e2e_http_server "musl build: a musl libsocktune cannot be preloaded into Debian's glibc python3 (the tserver case below covers musl)"
 elif ! command -v ss >/dev/null 2>&1; then
 	skip e2e_http_server "no ss (iproute2)"

@@ -2,8 +2,7 @@
 # make install into a temporary DESTDIR: the installed command finds ../lib/libsocktune.so;
 # make uninstall removes what install put there.
 . "$(dirname "$0")/lib.sh"
-unset LD_PRELOAD
-for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+. "$(dirname "$0")/cli.sh"
 D=$TMP/dest
 # The build is already made by `make test`; install only copies it (the BUILD in use).
 if ! make -s -C "$ROOT" install BUILD="$B" PREFIX=/opt/st DESTDIR="$D" >"$TMP/make.out" 2>&1; then
@@ -11,8 +10,8 @@ if ! make -s -C "$ROOT" install BUILD="$B" PREFIX=/opt/st DESTDIR="$D" >"$TMP/ma
 	exit 0
 fi
 check install_files "missing under $D/opt/st" -x "$D/opt/st/bin/socktune" -a -f "$D/opt/st/lib/libsocktune.so"
-got=$("$D/opt/st/bin/socktune" --nodelay -- sh -c 'printf "%s %s" "$LD_PRELOAD" "$SOCKTUNE_NODELAY"' 2>/dev/null)
-check install_finds_library "got '$got'" "$got" = "$D/opt/st/lib/libsocktune.so 1"
+got=$("$D/opt/st/bin/socktune" --nodelay -- "$PROBE" env LD_PRELOAD SOCKTUNE_NODELAY 2>/dev/null | tr '\n' ' ')
+check install_finds_library "got '$got'" "$got" = "LD_PRELOAD=$D/opt/st/lib/libsocktune.so SOCKTUNE_NODELAY=1 "
 "$D/opt/st/bin/socktune" check --nodelay >/dev/null 2>&1
 check install_check_runs "status $?" $? -eq 0
 man=0

@@ -3,9 +3,7 @@
 # SOCKTUNE_* variable the option mirrors.  Bad: status 2, one line naming the option or
 # variable and the value, and the program never started.
 . "$(dirname "$0")/lib.sh"
-CMD=$B/socktune
-for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD
+. "$(dirname "$0")/cli.sh"
 
 # good NAME "SOCKTUNE_X=value" [ENV=...] -- OPTIONS...
 good() {
@@ -14,7 +12,7 @@ good() {
 	envs=
 	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 	shift
-	out=$(env $envs "$CMD" "$@" -- env 2>"$TMP/err")
+	out=$(env $envs "$CMD" "$@" -- "$PROBE" environ 2>"$TMP/err")
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		fail "$name" "status $rc: $(head -n 1 "$TMP/err")"
@@ -33,7 +31,7 @@ bad() {
 	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 	shift
 	rm -f "$TMP/marker"
-	env $envs "$CMD" "$@" -- touch "$TMP/marker" >"$TMP/out" 2>"$TMP/err"
+	env $envs "$CMD" "$@" -- "$PROBE" touch "$TMP/marker" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	lines=$(wc -l <"$TMP/err")
 	if [ $rc -ne 2 ]; then
@@ -97,7 +95,7 @@ check bad_no_program "status $? / $(cat "$TMP/err")" $? -eq 2 -a "$(grep -c 'no 
 check bad_check_argument "status $? / $(cat "$TMP/err")" $? -eq 2 -a "$(grep -c 'unexpected argument extra' "$TMP/err")" -eq 1
 
 # Options end at the first non-option: the program's own options are left alone.
-out=$("$CMD" --nodelay sh -c 'echo "$1"' sh --backlog 2>/dev/null)
+out=$("$CMD" --nodelay "$PROBE" args --backlog 2>/dev/null)
 check opt_program_args "got '$out'" "$out" = "--backlog"
 
 # Every variable of the table is an option and is in --help (options come from the table).
@@ -121,7 +119,7 @@ for opt in $(sed -n '/^Options/,/^Flags/s/^  --\([a-z-]*\) *\(  .*\)$/\1/p' "$TM
 	nflags=$((nflags + 1))
 	var=SOCKTUNE_$(printf '%s' "$opt" | tr 'a-z-' 'A-Z_')
 	case $opt in log-level) var=SOCKTUNE_LOG ;; esac
-	"$CMD" "--$opt" -- env 2>/dev/null | grep -qx "$var=1" || flags_bad="$flags_bad $opt"
+	"$CMD" "--$opt" -- "$PROBE" environ 2>/dev/null | grep -qx "$var=1" || flags_bad="$flags_bad $opt"
 done
 check flags_from_table "$nflags flags, not mapped:$flags_bad" -z "$flags_bad" -a $nflags -ge 4
 

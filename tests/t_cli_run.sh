@@ -3,24 +3,20 @@
 # where the library is found, and the warnings about programs LD_PRELOAD cannot reach
 # (static, Go, setuid/setgid, file capabilities), which --strict turns into status 2.
 . "$(dirname "$0")/lib.sh"
-CMD=$B/socktune
-for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD
+. "$(dirname "$0")/cli.sh"
 REAL_LIB=$(cd "$(dirname "$LIB")" && pwd -P)/libsocktune.so
-# A musl-built library cannot be preloaded into Debian's glibc sh (ld.so says so on stderr
-# and goes on): these tests then read stdout and the command's own socktune: lines only.
 ours() { grep '^socktune:' "$1"; }
 
 # ---- exit status, pid, signals ----
-"$CMD" -- sh -c 'exit 7' 2>/dev/null
+"$CMD" -- "$PROBE" exit 7 2>/dev/null
 check exit_status "status $?" $? -eq 7
-"$CMD" sh -c 'exit 3' 2>/dev/null
+"$CMD" "$PROBE" exit 3 2>/dev/null
 check exit_status_no_dashdash "status $?" $? -eq 3
-"$CMD" --nodelay -- sh -c 'kill -TERM $$' 2>/dev/null
+"$CMD" --nodelay -- "$PROBE" kill 2>/dev/null
 check exit_signal "status $? (want 143: killed by SIGTERM)" $? -eq 143
 cat >"$TMP/pid.sh" <<SH
 echo \$\$ >"$TMP/pid.outer"
-exec "$CMD" --nodelay -- sh -c 'echo \$\$ >"$TMP/pid.inner"'
+exec "$CMD" --nodelay -- "$PROBE" pid "$TMP/pid.inner"
 SH
 sh "$TMP/pid.sh" 2>/dev/null
 check same_pid "outer $(cat "$TMP/pid.outer" 2>/dev/null) inner $(cat "$TMP/pid.inner" 2>/dev/null)" \
@@ -33,21 +29,29 @@ printf 'x\n' >"$TMP/noexec"
 check not_executable_126 "status $?" $? -eq 126
 
 # ---- LD_PRELOAD composition ----
-preload() { "$CMD" -- sh -c 'printf "%s" "$LD_PRELOAD"' 2>/dev/null; }
+# preload [VALUE]: the LD_PRELOAD the program sees when the command starts with VALUE (only
+# the command and the probe ever run with it: a musl library would break glibc's sed).
+preload() {
+	if [ $# -eq 0 ]; then
+		"$CMD" -- "$PROBE" env LD_PRELOAD 2>/dev/null | sed 's/^LD_PRELOAD=//'
+	else
+		env LD_PRELOAD="$1" "$CMD" -- "$PROBE" env LD_PRELOAD 2>/dev/null | sed 's/^LD_PRELOAD=//'
+	fi
+}
 got=$(preload)
 check preload_unset "got '$got'" "$got" = "$REAL_LIB"
-got=$(LD_PRELOAD= preload)
+got=$(preload "")
 check preload_empty "got '$got'" "$got" = "$REAL_LIB"
-got=$(LD_PRELOAD=/nonexistent/libother.so preload)
+got=$(preload /nonexistent/libother.so)
 check preload_keeps_other "got '$got'" "$got" = "$REAL_LIB:/nonexistent/libother.so"
-got=$(LD_PRELOAD="/nonexistent/a.so $LIB:/nonexistent/b.so" preload)
+got=$(preload "/nonexistent/a.so $LIB:/nonexistent/b.so")
 check preload_not_twice "got '$got'" "$got" = "$REAL_LIB:/nonexistent/a.so:/nonexistent/b.so"
-got=$(LD_PRELOAD="$B/../$(basename "$B")/libsocktune.so" preload)
+got=$(preload "$B/../$(basename "$B")/libsocktune.so")
 check preload_not_twice_other_spelling "got '$got'" "$got" = "$REAL_LIB"
-got=$(LD_PRELOAD=/elsewhere/libsocktune.so:/nonexistent/c.so preload)
+got=$(preload /elsewhere/libsocktune.so:/nonexistent/c.so)
 check preload_drops_other_copy "got '$got'" "$got" = "$REAL_LIB:/nonexistent/c.so"
-got=$("$CMD" --nodelay -- "$CMD" --backlog 8 -- sh -c 'printf "%s %s %s" "$LD_PRELOAD" "$SOCKTUNE_NODELAY" "$SOCKTUNE_BACKLOG"' 2>/dev/null)
-check preload_nested "got '$got'" "$got" = "$REAL_LIB 1 8"
+got=$("$CMD" --nodelay -- "$CMD" --backlog 8 -- "$PROBE" env LD_PRELOAD SOCKTUNE_NODELAY SOCKTUNE_BACKLOG 2>/dev/null | tr '\n' ' ')
+check preload_nested "got '$got'" "$got" = "LD_PRELOAD=$REAL_LIB SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=8 "
 
 # ---- where the library comes from ----
 mkdir -p "$TMP/alt" "$TMP/inst/bin" "$TMP/inst/lib" "$TMP/lonely"
@@ -55,22 +59,22 @@ cp "$LIB" "$TMP/alt/libsocktune.so"
 got=$(SOCKTUNE_LIBRARY=$TMP/alt/libsocktune.so preload)
 check library_from_env "got '$got'" "$got" = "$TMP/alt/libsocktune.so"
 rm -f "$TMP/marker"
-SOCKTUNE_LIBRARY=$TMP/alt/missing.so "$CMD" -- touch "$TMP/marker" 2>"$TMP/err"
+SOCKTUNE_LIBRARY=$TMP/alt/missing.so "$CMD" -- "$PROBE" touch "$TMP/marker" 2>"$TMP/err"
 rc=$?
 check library_env_missing "status $rc, $(cat "$TMP/err")" $rc -eq 2 -a ! -e "$TMP/marker" -a \
 	"$(grep -c "SOCKTUNE_LIBRARY=$TMP/alt/missing.so" "$TMP/err")" -eq 1
 cp "$CMD" "$TMP/inst/bin/socktune"
 cp "$LIB" "$TMP/inst/lib/libsocktune.so"
-got=$("$TMP/inst/bin/socktune" -- sh -c 'printf "%s" "$LD_PRELOAD"' 2>/dev/null)
-check library_in_lib_dir "got '$got'" "$got" = "$TMP/inst/lib/libsocktune.so"
+got=$("$TMP/inst/bin/socktune" -- "$PROBE" env LD_PRELOAD 2>/dev/null)
+check library_in_lib_dir "got '$got'" "$got" = "LD_PRELOAD=$TMP/inst/lib/libsocktune.so"
 cp "$CMD" "$TMP/lonely/socktune"
-"$TMP/lonely/socktune" -- touch "$TMP/marker" 2>"$TMP/err"
+"$TMP/lonely/socktune" -- "$PROBE" touch "$TMP/marker" 2>"$TMP/err"
 rc=$?
 check library_not_found "status $rc, $(cat "$TMP/err")" $rc -eq 2 -a ! -e "$TMP/marker" -a \
 	"$(grep -c 'libsocktune.so not found' "$TMP/err")" -eq 1
 if [ -x "$B/socktune-static" ]; then
-	got=$("$B/socktune-static" --nodelay -- sh -c 'printf "%s %s" "$LD_PRELOAD" "$SOCKTUNE_NODELAY"' 2>/dev/null)
-	check static_command "got '$got'" "$got" = "$REAL_LIB 1"
+	got=$("$B/socktune-static" --nodelay -- "$PROBE" env LD_PRELOAD SOCKTUNE_NODELAY 2>/dev/null | tr '\n' ' ')
+	check static_command "got '$got'" "$got" = "LD_PRELOAD=$REAL_LIB SOCKTUNE_NODELAY=1 "
 	if command -v readelf >/dev/null 2>&1; then
 		interp=$(readelf -l "$B/socktune-static" | grep -c 'INTERP')
 		check static_command_is_static "has a PT_INTERP" "$interp" -eq 0
@@ -83,7 +87,7 @@ fi
 
 # ---- what LD_PRELOAD cannot reach ----
 # A dynamically linked program: no warning at all.
-"$CMD" -- true 2>"$TMP/err"
+"$CMD" -- "$PROBE" exit 0 2>"$TMP/err"
 check dynamic_no_warning "$(ours "$TMP/err")" $? -eq 0 -a -z "$(ours "$TMP/err")"
 
 # warns NAME PATTERN PROGRAM...: warns and still runs; with --strict, status 2, not started.
@@ -119,13 +123,12 @@ if cc -static -o "$TMP/static-hello" "$TMP/hello.c" 2>"$TMP/cc.err"; then
 else
 	skip static_warns "cc -static failed: $(head -n 1 "$TMP/cc.err")"
 fi
-printf '#!/bin/sh\nexit 0\n' >"$TMP/script-ok"
+printf '#!%s\n' "$PROBE" >"$TMP/script-ok"
 chmod +x "$TMP/script-ok"
 "$CMD" --strict -- "$TMP/script-ok" 2>"$TMP/err"
 check script_dynamic_ok "status $?, $(ours "$TMP/err")" $? -eq 0 -a -z "$(ours "$TMP/err")"
 
-TRUE=$(command -v true)
-case $TRUE in /*) ;; *) TRUE=/bin/true ;; esac
+TRUE=$PROBE # a dynamically linked program of the build's libc
 cp "$TRUE" "$TMP/suid-true"
 chmod u+s "$TMP/suid-true"
 warns setuid_warns "setuid/setgid" "$TMP/suid-true"
