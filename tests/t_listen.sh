@@ -212,3 +212,32 @@ if [ "$(id -u)" = 0 ] && ip netns add "socktune-t$$" 2>/dev/null; then
 else
 	skip clamp_somaxconn_netns "cannot create a network namespace (needs root and ip netns)"
 fi
+
+# listen(fd, -1) asks for the kernel's maximum: BACKLOG_MIN is satisfied, nothing was cut by
+# socktune's policy, so there is no clamp to report (and no "somaxconn=2147483647" remedy)
+for fam in 4 6; do
+	n=backlog_minus1_v$fam
+	run $n "$fam" LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG_MIN=64 -- -"$fam" -b -1 -n 1 || continue
+	check $n "app backlog -1 with BACKLOG_MIN=64: TCP_INFO $(ts_val $n CONN backlog) (somaxconn $somaxconn)" \
+		"$(ts_val $n CONN backlog)" = "$somaxconn"
+	check ${n}_no_clamp "a clamp reported for the app's own 'maximum' backlog: $(log_line $n clamp)" \
+		"$(count_lines "$TMP/$n.err" event=clamp)" -eq 0
+done
+
+# a listen() that fails (on a connected socket) must leave that socket as it was
+n=failed_listen_no_side_effect
+LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=256K "$PY" -c '
+import socket
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5)
+c = socket.socket(); c.connect(l.getsockname())
+before = (c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+try:
+    c.listen(5)
+    print("listen succeeded")
+except OSError as e:
+    after = (c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+    print("errno=%d before=%s after=%s" % (e.errno, before, after))
+' >"$TMP/$n.out" 2>"$TMP/$n.err"
+r=$(cat "$TMP/$n.out")
+check $n "failed listen changed the socket's options: $r" \
+	-n "$(echo "$r" | grep 'errno=22')" -a "$(echo "$r" | sed -n 's/.*before=\(.*\) after=.*/\1/p')" = "$(echo "$r" | sed -n 's/.*after=//p')"
