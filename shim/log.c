@@ -106,7 +106,7 @@ void st_line_add(struct st_line *l, const char *fmt, ...)
 		l->n += (size_t)w < sizeof l->b - l->n ? (size_t)w : sizeof l->b - l->n - 1;
 }
 
-void st_log(int level, const char *fmt, ...)
+void st_log_line(int level, const char *fmt, ...)
 {
 	if (level > st_log_level || level <= ST_LOG_OFF)
 		return;

@@ -130,7 +130,10 @@ int st_sysctl_str(const char *name, char *buf, size_t n);
 /* ---- logging (log.c) ---- */
 extern int st_log_level;
 void st_log_init(const struct st_policy *p);
-void st_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void st_log_line(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The level test inline, so a debug line on the accept path costs a compare at info. */
+#define st_log(level, ...) \
+	((level) <= st_log_level ? st_log_line((level), __VA_ARGS__) : (void)0)
 /* Remember a configuration error now; it is logged with the first governed socket, so a
  * process that never makes one stays silent. */
 void st_log_defer(const char *name, const char *value, const char *msg);
