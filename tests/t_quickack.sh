@@ -58,3 +58,37 @@ split chk_read_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -F &&
 	check quickack_read_chk "with QUICKACK and __read_chk: $RES" "$OVER" -le 5
 split chk_recv_v6 6 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -6 -F -R &&
 	check quickack_recv_chk "with QUICKACK and __recv_chk: $RES" "$OVER" -le 5
+
+# the other receive calls, through an unmodified python server: recvfrom, recvmsg, readv
+PYSRV='
+import os, socket, sys
+how = sys.argv[1]
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5)
+print("PORT %d" % l.getsockname()[1], flush=True)
+c, _ = l.accept()
+while True:
+    got = 0
+    while got < 100:
+        if how == "recvfrom":
+            d = c.recvfrom(100 - got)[0]
+        elif how == "recvmsg":
+            d = c.recvmsg(100 - got)[0]
+        else:
+            d = os.readv(c.fileno(), [bytearray(100 - got)])
+            d = b"x" * d
+        if not d:
+            sys.exit(0)
+        got += len(d)
+    c.sendall(b"r" * 100)
+'
+for how in recvfrom recvmsg readv; do
+	n=py_$how
+	LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 timeout 20 "$PY" -c "$PYSRV" $how >"$TMP/$n.out" 2>"$TMP/$n.err" &
+	if ! wait_file "$TMP/$n.out" '^PORT '; then
+		fail quickack_$how "python server did not start: $(cat "$TMP/$n.err")"
+		continue
+	fi
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")")
+	wait $!
+	check quickack_$how "with QUICKACK and $how: $RES" "$(kc_val "$RES" done)" = $N -a "$(kc_val "$RES" over)" -le 5
+done
