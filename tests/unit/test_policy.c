@@ -554,6 +554,117 @@ static void test_table(void)
 	end_group("variable_table");
 }
 
+static void test_keepalive(void)
+{
+	static const struct {
+		const char *in;
+		int rc;
+		long long on;
+		int idle, intvl, cnt;
+	} cases[] = {
+		{"on", OK, 1, 0, 0, 0},       {"1", OK, 1, 0, 0, 0},         {"off", OK, 0, 0, 0, 0},
+		{"30:10:5", OK, 1, 30, 10, 5}, {"30::", OK, 1, 30, 0, 0},    {":10:", OK, 1, 0, 10, 0},
+		{"::5", OK, 1, 0, 0, 5},      {"::", OK, 1, 0, 0, 0},        {"32767:32767:127", OK, 1, 32767, 32767, 127},
+		{"32768::", BAD, 0, 0, 0, 0}, {":32768:", BAD, 0, 0, 0, 0},  {"::128", BAD, 0, 0, 0, 0},
+		{"0::", BAD, 0, 0, 0, 0},     {"-1::", BAD, 0, 0, 0, 0},     {"30:10", BAD, 0, 0, 0, 0},
+		{"30", BAD, 0, 0, 0, 0},      {"30:10:5:1", BAD, 0, 0, 0, 0}, {"a::", BAD, 0, 0, 0, 0},
+		{"30s::", BAD, 0, 0, 0, 0},   {"", BAD, 0, 0, 0, 0},         {"maybe", BAD, 0, 0, 0, 0},
+		{"99999999999999999999::", BAD, 0, 0, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		long long on = -7;
+		int idle = -7, intvl = -7, cnt = -7;
+		char err[160] = "";
+		int rc = st_parse_keepalive(cases[i].in, &on, &idle, &intvl, &cnt, err, sizeof err);
+		if (rc != cases[i].rc)
+			CASE_FAIL("st_parse_keepalive(\"%s\") = %d, want %d", cases[i].in, rc, cases[i].rc);
+		else if (rc == OK && (on != cases[i].on || idle != cases[i].idle ||
+		                      intvl != cases[i].intvl || cnt != cases[i].cnt))
+			CASE_FAIL("st_parse_keepalive(\"%s\") -> %lld %d:%d:%d", cases[i].in, on, idle, intvl,
+			          cnt);
+		else if (rc == BAD && err[0] == '\0')
+			CASE_FAIL("st_parse_keepalive(\"%s\") failed without a message", cases[i].in);
+	}
+	end_group("parse_keepalive");
+}
+
+static void test_tos(void)
+{
+	static const struct str_case cases[] = {
+		{"lowdelay", OK, 0x10}, {"THROUGHPUT", OK, 0x08}, {"reliability", OK, 0x04},
+		{"lowcost", OK, 0x02},  {"0", OK, 0},             {"255", OK, 255},
+		{"0x10", OK, 16},       {"0XfF", OK, 255},        {"0x00", OK, 0},
+		{"256", BAD, 0},        {"0x100", BAD, 0},        {"0x", BAD, 0},
+		{"0xg", BAD, 0},        {"0x1g", BAD, 0},         {"-1", BAD, 0},
+		{"", BAD, 0},           {"fast", BAD, 0},         {" 16", BAD, 0},
+		{"0x-1", BAD, 0},       {"0x+1", BAD, 0},         {"0xffffffffffffffffff", BAD, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		long long out = -12345;
+		char err[160] = "";
+		int rc = st_parse_tos(cases[i].in, &out, err, sizeof err);
+		if (rc != cases[i].rc)
+			CASE_FAIL("st_parse_tos(\"%s\") = %d (out %lld), want %d", cases[i].in, rc, out,
+			          cases[i].rc);
+		else if (rc == OK && out != cases[i].want)
+			CASE_FAIL("st_parse_tos(\"%s\") -> %lld, want %lld", cases[i].in, out, cases[i].want);
+		else if (rc == BAD && err[0] == '\0')
+			CASE_FAIL("st_parse_tos(\"%s\") failed without a message", cases[i].in);
+	}
+	end_group("parse_tos");
+}
+
+static void test_name(void)
+{
+	static const struct {
+		const char *in;
+		int rc;
+	} cases[] = {
+		{"bbr", OK},   {"cubic", OK},          {"reno", OK},  {"dctcp-2_x", OK},
+		{"abcdefghijklmno", OK}, /* 15: TCP_CA_NAME_MAX - 1 */
+		{"abcdefghijklmnop", BAD}, {"", BAD}, {"bb r", BAD}, {"../x", BAD},
+		{"bbr\n", BAD}, {"a=b", BAD},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char out[16];
+		memset(out, 'Z', sizeof out);
+		char err[160] = "";
+		int rc = st_parse_name(cases[i].in, out, sizeof out, err, sizeof err);
+		if (rc != cases[i].rc)
+			CASE_FAIL("st_parse_name(\"%s\") = %d, want %d", cases[i].in, rc, cases[i].rc);
+		else if (rc == OK && strcmp(out, cases[i].in) != 0)
+			CASE_FAIL("st_parse_name(\"%s\") -> \"%.16s\"", cases[i].in, out);
+		else if (rc == BAD && err[0] == '\0')
+			CASE_FAIL("st_parse_name(\"%s\") failed without a message", cases[i].in);
+	}
+	/* through the policy: precedence and congestion land where the library reads them */
+	struct st_policy p;
+	memset(&p, 0, sizeof p);
+	char err[160];
+	if (st_policy_set(&p, ST_V_CONGESTION, "bbr", err, sizeof err) != 0 ||
+	    strcmp(p.congestion, "bbr") != 0 || !st_has(&p, ST_V_CONGESTION))
+		CASE_FAIL("SOCKTUNE_CONGESTION=bbr not stored");
+	if (st_policy_set(&p, ST_V_PRECEDENCE, "APP", err, sizeof err) != 0 ||
+	    p.num[ST_V_PRECEDENCE] != ST_PRECEDENCE_APP)
+		CASE_FAIL("SOCKTUNE_PRECEDENCE=APP not app");
+	if (st_policy_set(&p, ST_V_PRECEDENCE, "policy", err, sizeof err) != 0 ||
+	    p.num[ST_V_PRECEDENCE] != ST_PRECEDENCE_POLICY)
+		CASE_FAIL("SOCKTUNE_PRECEDENCE=policy not policy");
+	if (st_policy_set(&p, ST_V_PRECEDENCE, "apps", err, sizeof err) == 0 ||
+	    st_policy_set(&p, ST_V_PRECEDENCE, "", err, sizeof err) == 0)
+		CASE_FAIL("bad precedence accepted");
+	memset(&p, 0, sizeof p);
+	if (st_policy_set(&p, ST_V_KEEPALIVE, "60:5:", err, sizeof err) != 0 || !st_on(&p, ST_V_KEEPALIVE) ||
+	    p.ka_idle != 60 || p.ka_intvl != 5 || p.ka_cnt != 0)
+		CASE_FAIL("SOCKTUNE_KEEPALIVE=60:5: not stored");
+	if (st_policy_set(&p, ST_V_KEEPALIVE, "60:5:500", err, sizeof err) == 0)
+		CASE_FAIL("SOCKTUNE_KEEPALIVE=60:5:500 accepted");
+	if (p.ka_idle != 60 || p.ka_intvl != 5)
+		CASE_FAIL("a bad SOCKTUNE_KEEPALIVE changed the stored parts to %d:%d:%d", p.ka_idle,
+		          p.ka_intvl, p.ka_cnt);
+	end_group("parse_name_precedence");
+}
+
 int main(void)
 {
 	test_size();
@@ -565,6 +676,9 @@ int main(void)
 	test_policy_set();
 	test_var_lookup();
 	test_from_env();
+	test_keepalive();
+	test_tos();
+	test_name();
 	test_table();
 	return failures ? 1 : 0;
 }
