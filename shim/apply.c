@@ -266,18 +266,26 @@ void st_socket_made(int fd, int domain, int type, int protocol)
 		st_fd_set(fd, ST_FD_IGNORED); /* a no-op until a table exists */
 }
 
+/* The backlog the policy wants for the app's.  listen(fd, -1) (any negative) asks for the
+ * kernel's maximum, net.core.somaxconn: the policy clamps that number, and when the result
+ * is the maximum again the app's own value is passed on unchanged. */
 static int want_backlog(int app)
 {
 	const struct st_policy *p = &st_policy;
 	if (st_has(p, ST_V_BACKLOG))
 		return (int)p->num[ST_V_BACKLOG];
-	/* listen(fd, -1) asks for the kernel's maximum */
-	long long want = app < 0 ? INT_MAX : app;
+	long long asked = app;
+	if (app < 0) {
+		asked = st_sysctl_num("net.core.somaxconn", INT_MAX);
+		if (asked < 0)
+			asked = INT_MAX;
+	}
+	long long want = asked;
 	if (st_has(p, ST_V_BACKLOG_MIN) && want < p->num[ST_V_BACKLOG_MIN])
 		want = p->num[ST_V_BACKLOG_MIN];
 	if (st_has(p, ST_V_BACKLOG_MAX) && want > p->num[ST_V_BACKLOG_MAX])
 		want = p->num[ST_V_BACKLOG_MAX];
-	return (int)want;
+	return want == asked ? app : (int)want;
 }
 
 static int backlog_governed(void)
@@ -491,7 +499,8 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		st_line_add(&head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, w,
 		            effective);
 		long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
-		int clamped = *dry ? (somaxconn >= 0 && w > somaxconn) : (effective >= 0 && effective < w);
+		int clamped = w >= 0 && (*dry ? (somaxconn >= 0 && w > somaxconn)
+		                              : (effective >= 0 && effective < w));
 		if (clamped)
 			st_log(ST_LOG_WARN,
 			       "event=clamp option=backlog fd=%d want=%d effective=%lld "
@@ -534,6 +543,16 @@ int st_listen(int fd, int backlog)
 	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
 		if (kind == ST_FD_UNKNOWN)
 			st_fd_set(fd, ST_FD_IGNORED);
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	/* listen() only succeeds on a socket that is closed (or listening already): leave a
+	 * connected or connecting one untouched, and its listen() fails as it would. */
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	    ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
