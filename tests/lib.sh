@@ -3,8 +3,13 @@
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
-LIB=$B/libsocktune.so
-BIN=$B/tests/bin
+LIB_SO=$B/libsocktune.so # the file itself
+LIB=$LIB_SO              # what tests put in LD_PRELOAD
+# Sanitizer builds (make asan, make tsan): the sanitizer runtime must be the first object
+# in LD_PRELOAD, ahead of the library built with it (docs/hardening.md).
+[ -n "${ST_SANITIZER_PRELOAD:-}" ] && LIB=$ST_SANITIZER_PRELOAD:$LIB_SO
+# make valgrind points ST_BIN at wrappers that run the helpers under memcheck.
+BIN=${ST_BIN:-$B/tests/bin}
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
 # Everything a test starts in the background is killed on exit.

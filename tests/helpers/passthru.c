@@ -38,6 +38,19 @@ static int close_range_(unsigned a, unsigned b, int f)
 static void *volatile bad_ptr = (void *)1;
 static volatile int minus_one = -1;
 
+/* AddressSanitizer's own interceptors read some pointers before the real call (accept4's
+ * length), so under ASan the bad-pointer calls are left out, the same way in both runs. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BAD_POINTERS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BAD_POINTERS 0
+#endif
+#endif
+#ifndef BAD_POINTERS
+#define BAD_POINTERS 1
+#endif
+
 static const char *ename(int e)
 {
 	switch (e) {
@@ -119,6 +132,13 @@ static void call_wait(const char *name, pid_t p)
 		call_wait(name, p_); \
 	} while (0)
 #define CALL(name, expr) CALL_(name, expr, 0)
+#define CALL_BAD(name, expr) \
+	do { \
+		if (BAD_POINTERS) \
+			CALL_(name, expr, 0); \
+		else \
+			printf("%-40s skipped (sanitizer)\n", name); \
+	} while (0)
 #define CALLFD(name, expr) CALL_(name, expr, 1)
 
 static struct sockaddr_in lo4(unsigned port)
@@ -168,7 +188,7 @@ static void calls(void)
 	CALL("bind notsock", bind(file, (struct sockaddr *)&a, sizeof a));
 	CALL("bind short-len", bind(tcp, (struct sockaddr *)&a, 1));
 	CALL("bind null", bind(tcp, NULL, sizeof a));
-	CALL("bind efault", bind(tcp, (struct sockaddr *)bad_ptr, sizeof a));
+	CALL_BAD("bind efault", bind(tcp, (struct sockaddr *)bad_ptr, sizeof a));
 	CALL("bind family-mismatch", bind(tcp, (struct sockaddr *)&(struct sockaddr_in6){.sin6_family = AF_INET6}, sizeof(struct sockaddr_in6)));
 	CALL("bind in-use", bind(tcp, (struct sockaddr *)&la, sizeof la));
 	CALL("bind twice", bind(lst, (struct sockaddr *)&a, sizeof a));
@@ -181,7 +201,7 @@ static void calls(void)
 	CALL("connect ebadf", connect(-1, (struct sockaddr *)&la, sizeof la));
 	CALL("connect notsock", connect(file, (struct sockaddr *)&la, sizeof la));
 	CALL("connect short-len", connect(tcp, (struct sockaddr *)&la, 1));
-	CALL("connect efault", connect(tcp, (struct sockaddr *)bad_ptr, sizeof la));
+	CALL_BAD("connect efault", connect(tcp, (struct sockaddr *)bad_ptr, sizeof la));
 	CALL("connect listener", connect(lst, (struct sockaddr *)&la, sizeof la));
 	{
 		/* a bound, not listening port: refused */
@@ -198,13 +218,13 @@ static void calls(void)
 	/* setsockopt: plain errors, then governed options on a tuned listener */
 	CALL("setsockopt ebadf", setsockopt(-1, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
 	CALL("setsockopt notsock", setsockopt(file, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
-	CALL("setsockopt efault", setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, bad_ptr, sizeof one));
+	CALL_BAD("setsockopt efault", setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, bad_ptr, sizeof one));
 	CALL("setsockopt null", setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, NULL, sizeof one));
 	CALL("setsockopt short", setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, &one, 1));
 	CALL("setsockopt noprotoopt", setsockopt(tcp, IPPROTO_TCP, 9999, &one, sizeof one));
 	CALL("setsockopt bad-level", setsockopt(tcp, 9999, 1, &one, sizeof one));
 	CALL("setsockopt udp-nodelay", setsockopt(udp, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
-	CALL("setsockopt listener nodelay-efault",
+	CALL_BAD("setsockopt listener nodelay-efault",
 	     setsockopt(lst, IPPROTO_TCP, TCP_NODELAY, bad_ptr, sizeof one));
 	CALL("setsockopt listener nodelay-short", setsockopt(lst, IPPROTO_TCP, TCP_NODELAY, &one, 2));
 	CALL("setsockopt listener rcvbuf-null", setsockopt(lst, SOL_SOCKET, SO_RCVBUF, NULL, 4));
@@ -215,7 +235,7 @@ static void calls(void)
 	CALL("setsockopt listener keepidle-0", setsockopt(lst, IPPROTO_TCP, TCP_KEEPIDLE, &zero, sizeof zero));
 	CALL("setsockopt listener keepcnt-200",
 	     setsockopt(lst, IPPROTO_TCP, TCP_KEEPCNT, &(int){200}, sizeof(int)));
-	CALL("setsockopt listener tos-efault", setsockopt(lst, IPPROTO_IP, IP_TOS, bad_ptr, 4));
+	CALL_BAD("setsockopt listener tos-efault", setsockopt(lst, IPPROTO_IP, IP_TOS, bad_ptr, 4));
 	CALL("setsockopt listener congestion-nope",
 	     setsockopt(lst, IPPROTO_TCP, TCP_CONGESTION, "nope-cc", 7));
 	CALL("setsockopt listener user-timeout-neg",
@@ -229,7 +249,7 @@ static void calls(void)
 	CALLFD("accept nonblock-empty", accept(nbl, NULL, NULL));
 	CALLFD("accept4 nonblock-empty", accept4(nbl, NULL, NULL, SOCK_CLOEXEC));
 	CALLFD("accept4 nonblock-empty-len", accept4(nbl, (struct sockaddr *)&a, &alen, 0));
-	CALLFD("accept4 efault-len", accept4(nbl, (struct sockaddr *)&a, (socklen_t *)bad_ptr, 0));
+	CALL_BAD("accept4 efault-len", accept4(nbl, (struct sockaddr *)&a, (socklen_t *)bad_ptr, 0));
 	{
 		/* a pending connection, accepted into a bad address buffer */
 		int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -237,7 +257,7 @@ static void calls(void)
 		ssize_t w = write(c, "x", 1);
 		(void)w;
 		wait_fd(nbl, POLLIN, now_us() + 2000000);
-		CALLFD("accept4 efault-addr", accept4(nbl, (struct sockaddr *)bad_ptr, &alen, 0));
+		CALL_BAD("accept4 efault-addr", accept4(nbl, (struct sockaddr *)bad_ptr, &alen, 0));
 		close(c);
 	}
 	/* receive calls, on a tuned connection too */
@@ -252,24 +272,24 @@ static void calls(void)
 	wait_fd(conn, POLLIN, now_us() + 2000000);
 	CALL("read ebadf", read(-1, buf, sizeof buf));
 	CALL("read listener", read(lst, buf, sizeof buf));
-	CALL("read efault", read(conn, bad_ptr, sizeof buf));
+	CALL_BAD("read efault", read(conn, bad_ptr, sizeof buf));
 	CALL("readv ebadf", readv(-1, &iov, 1));
-	CALL("readv efault-iov", readv(conn, bad_ptr, 1));
-	CALL("readv bad-count", readv(conn, &iov, minus_one));
+	CALL_BAD("readv efault-iov", readv(conn, bad_ptr, 1));
+	CALL_BAD("readv bad-count", readv(conn, &iov, minus_one));
 	CALL("recv ebadf", recv(-1, buf, sizeof buf, 0));
 	CALL("recv notsock", recv(file, buf, sizeof buf, 0));
 	CALL("recv oob-none", recv(conn, buf, sizeof buf, MSG_OOB));
 	CALL("recvfrom ebadf", recvfrom(-1, buf, sizeof buf, 0, NULL, NULL));
-	CALL("recvfrom efault", recvfrom(conn, bad_ptr, sizeof buf, 0, NULL, NULL));
+	CALL_BAD("recvfrom efault", recvfrom(conn, bad_ptr, sizeof buf, 0, NULL, NULL));
 	CALL("recvmsg ebadf", recvmsg(-1, &msg, 0));
-	CALL("recvmsg efault", recvmsg(conn, bad_ptr, 0));
+	CALL_BAD("recvmsg efault", recvmsg(conn, bad_ptr, 0));
 	CALL_HERE("recv data", recv(conn, buf, 5, 0), 0);
 	CALL("read nonblock-empty", read(conn, buf, sizeof buf));
 	CALL("recv nonblock-empty", recv(conn, buf, sizeof buf, 0));
 	CALL("recvmsg nonblock-empty", recvmsg(conn, &msg, 0));
 	CALL("recvfrom udp-empty", recvfrom(udp, buf, sizeof buf, MSG_DONTWAIT, NULL, NULL));
 	/* the app's setsockopt on a tuned connection, with bad arguments */
-	CALL("setsockopt conn nodelay-efault", setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, bad_ptr, 4));
+	CALL_BAD("setsockopt conn nodelay-efault", setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, bad_ptr, 4));
 	CALL("setsockopt conn keepidle-0", setsockopt(conn, IPPROTO_TCP, TCP_KEEPIDLE, &zero, 4));
 	/* dup2, dup3, close, close_range */
 	CALL("dup2 ebadf", dup2(-1, 200));
