@@ -59,7 +59,7 @@ $(CLI): $(CLI_SRC) $(HDRS)
 static: $(CLI_STATIC)
 $(CLI_STATIC): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -static $(LDFLAGS) -o $@ $(CLI_SRC)
+	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -static $(LDFLAGS) -o $@ $(CLI_SRC)
 
 # Unit tests link the pure parts directly: no preload involved.
 $(BUILD)/tests/unit/%: tests/unit/%.c shim/policy.c shim/host.c $(HDRS)
@@ -114,3 +114,65 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libsocktune.so $(DESTDIR)$(PREFIX)/bin/socktune
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
+
+# ---- hardening (issue 6, docs/hardening.md): each its own build directory ----
+# make asan / ubsan: the whole suite with the library and the test helpers built with the
+# sanitizer; reports go to files under $(BUILD)/sanitizer, and any report fails the target.
+# make tsan: the threaded stress test.  make valgrind: the suite with the C servers under
+# memcheck.  make fuzz: libFuzzer targets for every parser (clang), FUZZ_SECONDS in total.
+SAN_CC      ?= gcc
+FUZZ_CC     ?= clang
+FUZZ_SECONDS ?= 60
+SAN_FLAGS   := -O1 -g -fno-omit-frame-pointer
+SAN_CHECK    = sh tests/sanitizer-check.sh
+
+asan:
+	rm -rf build-asan/sanitizer && mkdir -p build-asan/sanitizer
+	$(MAKE) --no-print-directory BUILD=build-asan CC=$(SAN_CC) \
+		CFLAGS="$(SAN_FLAGS) -fsanitize=address" test-bins
+	ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
+	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/build-asan/sanitizer/asan \
+		BUILD=build-asan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-asan/sanitizer && exit $$r
+
+ubsan:
+	rm -rf build-ubsan/sanitizer && mkdir -p build-ubsan/sanitizer
+	$(MAKE) --no-print-directory BUILD=build-ubsan CC=$(SAN_CC) \
+		CFLAGS="$(SAN_FLAGS) -fsanitize=undefined" test-bins
+	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
+		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
+
+TSAN_TESTS ?= t_stress t_process
+tsan:
+	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
+	$(MAKE) --no-print-directory BUILD=build-tsan CC=$(SAN_CC) \
+		CFLAGS="$(SAN_FLAGS) -fsanitize=thread" test-bins
+	ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libtsan.so) ST_STRESS_CONNS=3000 \
+	TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer/tsan TESTS="$(TSAN_TESTS)" \
+		BUILD=build-tsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-tsan/sanitizer && exit $$r
+
+VG_SERVERS := tserver mtserver passthru fdops
+valgrind:
+	$(MAKE) --no-print-directory BUILD=build-vg test-bins
+	rm -rf build-vg/valgrind build-vg/tests/vgbin && mkdir -p build-vg/valgrind build-vg/tests/vgbin
+	for f in build-vg/tests/bin/*; do \
+		n=$${f##*/}; w=build-vg/tests/vgbin/$$n; \
+		case " $(VG_SERVERS) " in \
+		*" $$n "*) printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --log-file=%s/vg.%%p %s "$$@"\n' \
+			"$(CURDIR)/build-vg/valgrind/$$n" "$(CURDIR)/$$f" >$$w && chmod +x $$w ;; \
+		*) ln -s "$(CURDIR)/$$f" $$w ;; esac; \
+	done
+	ST_BIN=$(CURDIR)/build-vg/tests/vgbin ST_STRESS_CONNS=600 BUILD=build-vg sh tests/run.sh; \
+	r=$$?; $(SAN_CHECK) build-vg/valgrind && exit $$r
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c $(HDRS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c
+
+fuzz-bins: $(FUZZ_BIN)
+fuzz: fuzz-bins
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+.PHONY: asan ubsan tsan valgrind fuzz fuzz-bins
