@@ -135,6 +135,7 @@ struct st_listener {
 	_Atomic int used;
 	_Atomic int checked;     /* 0: no connection accepted yet, 1: being checked, 2: checked */
 	_Atomic uint32_t percon; /* options applied per accepted connection */
+	_Atomic int queued;      /* adopted: connections that were queued before the tuning */
 	int family;
 	int stats_slot; /* SOCKTUNE_STATS slot, or -1 */
 	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
@@ -301,6 +302,7 @@ static struct st_listener *listener_alloc(unsigned *index)
 		if (atomic_compare_exchange_strong(&listeners[i].used, &expect, 1)) {
 			atomic_store(&listeners[i].checked, 0);
 			atomic_store(&listeners[i].percon, 0);
+			atomic_store(&listeners[i].queued, 0);
 			*index = i;
 			return &listeners[i];
 		}
@@ -522,6 +524,17 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	memcpy(L->eff, eff, sizeof eff);
 	L->family = family;
+	/* An adopted listener may hold connections that completed their handshake before its
+	 * options were set: they inherited the old values.  Count them (after the options were
+	 * set, so the count errs on the safe side); accept() gives them the options itself and
+	 * the inheritance check waits for the first connection made after the tuning. */
+	if (adopting) {
+		struct tcp_info ti;
+		socklen_t tlen = sizeof ti;
+		memset(&ti, 0, sizeof ti);
+		if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0)
+			atomic_store(&L->queued, (int)ti.tcpi_unacked);
+	}
 	L->stats_slot = st_stats_listener(fd, family, port, addr, adopting,
 	                                  eff[O_RCVBUF] == NOT_SET ? -1 : eff[O_RCVBUF],
 	                                  eff[O_SNDBUF] == NOT_SET ? -1 : eff[O_SNDBUF]);
@@ -624,6 +637,16 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=0x%x", lfd, percon);
 }
 
+/* The options the listener carries for its connections (the app's own excepted). */
+static uint32_t applied_mask(const struct st_listener *L, uint64_t lentry)
+{
+	uint32_t mask = 0;
+	for (int i = 0; i < O_COUNT; i++)
+		if (L->eff[i] != NOT_SET && !(opts[i].flags & F_LISTENER_ONLY) && !(lentry & app_bit(i)))
+			mask |= 1u << i;
+	return mask;
+}
+
 static void apply_percon(int fd, int family, uint32_t mask)
 {
 	struct st_err err;
@@ -648,13 +671,20 @@ void st_accepted(int lfd, int cfd)
 	unsigned kind = ST_FD_KIND(e);
 	uint64_t ce = 0;
 
-	if (kind == ST_FD_UNKNOWN || kind == ST_FD_TCP)
+	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP;
+	if (adopted_now) /* cfd itself was made before the tuning */
 		kind = ST_FD_KIND(e = adopt(lfd));
 	if (kind == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT) != 0) {
 		struct st_listener *L = &listeners[(e >> ST_FD_REC_SHIFT) - 1];
-		if (atomic_load_explicit(&L->checked, memory_order_acquire) != 2)
-			check_inherit(L, e, lfd, cfd);
-		uint32_t percon = atomic_load_explicit(&L->percon, memory_order_relaxed);
+		uint32_t percon;
+		if (adopted_now || (atomic_load_explicit(&L->queued, memory_order_relaxed) > 0 &&
+		                    atomic_fetch_sub(&L->queued, 1) > 0)) {
+			percon = applied_mask(L, e); /* made before the tuning: set everything */
+		} else {
+			if (atomic_load_explicit(&L->checked, memory_order_acquire) != 2)
+				check_inherit(L, e, lfd, cfd);
+			percon = atomic_load_explicit(&L->percon, memory_order_relaxed);
+		}
 		if (percon)
 			apply_percon(cfd, L->family, percon);
 		if (L->stats_slot >= 0) {
@@ -790,8 +820,9 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	if (kind == ST_FD_TCP || !plain)
 		r = st_real.setsockopt(fd, level, optname, val, len);
 	saved = errno;
-	if (r == 0 && plain && st_stats)
-		count(&st_stats->app_overrides_refused);
+	struct st_stats_file *sf = r == 0 && plain ? st_stats_file() : NULL;
+	if (sf)
+		count(&sf->app_overrides_refused);
 	uint32_t bit = 1u << i;
 	if (r == 0 && plain && !(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
 		if (opts[i].flags & F_STRING)

@@ -117,6 +117,8 @@ static inline void st_after_receive(int fd, ssize_t r)
 /* ---- live counters (stats.c), only with SOCKTUNE_STATS ---- */
 struct st_stats_file;
 extern struct st_stats_file *st_stats;
+/* The stats file, made on first use; NULL without SOCKTUNE_STATS. */
+struct st_stats_file *st_stats_file(void);
 /* A slot for a newly tuned listener, or -1 (no stats, or the file is full). */
 int st_stats_listener(int fd, int family, unsigned port, const char *addr, int adopted,
                       int rcvbuf, int sndbuf);

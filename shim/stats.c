@@ -56,18 +56,24 @@ static void stats_open(void)
 	st_log(ST_LOG_INFO, "event=stats path=\"%s\"", path);
 }
 
-int st_stats_listener(int fd, int family, unsigned port, const char *addr, int adopted,
-                      int rcvbuf, int sndbuf)
+/* The file, made with the first governed socket that has something to count.  Another
+ * thread may be making it right now: that one event goes uncounted, nobody waits. */
+struct st_stats_file *st_stats_file(void)
 {
 	if (!st_has(&st_policy, ST_V_STATS))
-		return -1;
+		return NULL;
 	int expect = 0;
 	if (atomic_compare_exchange_strong(&stats_state, &expect, 1)) {
 		stats_open();
 		atomic_store(&stats_state, 2);
 	}
-	/* Another thread may be opening it right now: that listener goes uncounted. */
-	struct st_stats_file *f = atomic_load(&stats_state) == 2 ? st_stats : NULL;
+	return atomic_load(&stats_state) == 2 ? st_stats : NULL;
+}
+
+int st_stats_listener(int fd, int family, unsigned port, const char *addr, int adopted,
+                      int rcvbuf, int sndbuf)
+{
+	struct st_stats_file *f = st_stats_file();
 	if (!f)
 		return -1;
 	uint32_t slot = atomic_fetch_add(&f->listeners_used, 1);
