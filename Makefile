@@ -166,10 +166,10 @@ valgrind:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c $(HDRS)
+build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c shim/host.c shim/cli.c $(HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c shim/host.c
 
 fuzz-bins: $(FUZZ_BIN)
 fuzz: fuzz-bins
