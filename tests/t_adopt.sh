@@ -91,7 +91,9 @@ if command -v strace >/dev/null 2>&1; then
 			# before that need the options set on them, those after inherit them
 			p=$(sed -n 's/^PORT //p' "$TMP/$n.out")
 			"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$p" >/dev/null
-			sleep 0.2
+			# (the adopt line is logged once the listener is tuned; a fixed sleep is not
+			# enough under strace on a loaded machine)
+			wait_file "$TMP/$n.err" 'event=adopt' || fail adopt_cost_$c "no event=adopt line: $(cat "$TMP/$n.err")"
 			"$BIN/kaclient" burst -n $((c - 1)) -T 5 127.0.0.1 "$p" >/dev/null
 		fi
 		ts_wait
