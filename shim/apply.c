@@ -263,8 +263,9 @@ void st_socket_made(int fd, int domain, int type, int protocol)
 {
 	if (in_scope(domain, type, protocol))
 		st_fd_set(fd, ST_FD_TCP);
-	else if (st_fd_get(fd) != ST_FD_IGNORED)
-		st_fd_set(fd, ST_FD_IGNORED); /* a no-op until a table exists */
+	else if (atomic_load_explicit(&st_fdmap, memory_order_relaxed) &&
+	         st_fd_get(fd) != ST_FD_IGNORED)
+		st_fd_set(fd, ST_FD_IGNORED); /* only once a table exists: UDP alone makes none */
 }
 
 /* The backlog the policy wants for the app's.  listen(fd, -1) (any negative) asks for the
