@@ -443,6 +443,21 @@ static void apply_all(int fd, int family, unsigned need, unsigned skip, uint64_t
 	}
 }
 
+/* Whether the policy sets anything on listeners: with nothing set (only logging, say) a
+ * listener is not tuned, and its line is debug, not info. */
+static int tunes_listeners(void)
+{
+	static const enum st_var_id vars[] = {
+		ST_V_RCVBUF, ST_V_SNDBUF, ST_V_BACKLOG, ST_V_BACKLOG_MIN, ST_V_BACKLOG_MAX,
+		ST_V_NODELAY, ST_V_QUICKACK, ST_V_KEEPALIVE, ST_V_USER_TIMEOUT, ST_V_CONGESTION,
+		ST_V_NOTSENT_LOWAT, ST_V_DEFER_ACCEPT, ST_V_FASTOPEN, ST_V_REUSEPORT, ST_V_TOS,
+		ST_V_PRIORITY, ST_V_MARK, ST_V_STATS};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (st_has(&st_policy, vars[i]))
+			return 1;
+	return 0;
+}
+
 enum { TUNED, SKIPPED, FAILED };
 
 /* Apply the policy to a listener: from the listen() hook (adopting = 0: set the options,
@@ -512,7 +527,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(ST_LOG_INFO, "%s%s%s", head.b, line.b, dry);
+	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s", head.b, line.b, dry);
 
 	unsigned index;
 	struct st_listener *L = *dry ? NULL : listener_alloc(&index);
