@@ -130,7 +130,7 @@ asan:
 	rm -rf build-asan/sanitizer && mkdir -p build-asan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-asan CC=$(SAN_CC) \
 		CFLAGS="$(SAN_FLAGS) -fsanitize=address" test-bins
-	ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
+	ST_SANITIZER=address ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/build-asan/sanitizer/asan \
 		BUILD=build-asan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-asan/sanitizer && exit $$r
 
@@ -138,7 +138,7 @@ ubsan:
 	rm -rf build-ubsan/sanitizer && mkdir -p build-ubsan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-ubsan CC=$(SAN_CC) \
 		CFLAGS="$(SAN_FLAGS) -fsanitize=undefined" test-bins
-	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
+	ST_SANITIZER=undefined UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
 		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
 
 TSAN_TESTS ?= t_stress t_process
@@ -146,7 +146,8 @@ tsan:
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-tsan CC=$(SAN_CC) \
 		CFLAGS="$(SAN_FLAGS) -fsanitize=thread" test-bins
-	ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libtsan.so) ST_STRESS_CONNS=3000 \
+	ST_SANITIZER=thread ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libtsan.so) \
+	ST_STRESS_CONNS=3000 \
 	TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer/tsan TESTS="$(TSAN_TESTS)" \
 		BUILD=build-tsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-tsan/sanitizer && exit $$r
 
