@@ -131,7 +131,7 @@ asan:
 	$(MAKE) --no-print-directory BUILD=build-asan CC=$(SAN_CC) \
 		CFLAGS="$(SAN_FLAGS) -fsanitize=address" test-bins
 	ST_SANITIZER=address ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
-	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/build-asan/sanitizer/asan \
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:log_path=$(CURDIR)/build-asan/sanitizer/asan \
 		BUILD=build-asan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-asan/sanitizer && exit $$r
 
 ubsan:

@@ -4,7 +4,7 @@
 # (static, Go, setuid/setgid, file capabilities), which --strict turns into status 2.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli.sh"
-REAL_LIB=$(cd "$(dirname "$LIB")" && pwd -P)/libsocktune.so
+REAL_LIB=$(cd "$(dirname "${LIB_SO:-$LIB}")" && pwd -P)/libsocktune.so
 ours() { grep '^socktune:' "$1"; }
 
 # ---- exit status, pid, signals ----
@@ -44,7 +44,7 @@ got=$(preload "")
 check preload_empty "got '$got'" "$got" = "$REAL_LIB"
 got=$(preload /nonexistent/libother.so)
 check preload_keeps_other "got '$got'" "$got" = "$REAL_LIB:/nonexistent/libother.so"
-got=$(preload "/nonexistent/a.so $LIB:/nonexistent/b.so")
+got=$(preload "/nonexistent/a.so ${LIB_SO:-$LIB}:/nonexistent/b.so")
 check preload_not_twice "got '$got'" "$got" = "$REAL_LIB:/nonexistent/a.so:/nonexistent/b.so"
 got=$(preload "$B/../$(basename "$B")/libsocktune.so")
 check preload_not_twice_other_spelling "got '$got'" "$got" = "$REAL_LIB"
@@ -55,7 +55,7 @@ check preload_nested "got '$got'" "$got" = "LD_PRELOAD=$REAL_LIB SOCKTUNE_NODELA
 
 # ---- where the library comes from ----
 mkdir -p "$TMP/alt" "$TMP/inst/bin" "$TMP/inst/lib" "$TMP/lonely"
-cp "$LIB" "$TMP/alt/libsocktune.so"
+cp "${LIB_SO:-$LIB}" "$TMP/alt/libsocktune.so"
 got=$(SOCKTUNE_LIBRARY=$TMP/alt/libsocktune.so preload)
 check library_from_env "got '$got'" "$got" = "$TMP/alt/libsocktune.so"
 rm -f "$TMP/marker"
@@ -64,7 +64,7 @@ rc=$?
 check library_env_missing "status $rc, $(cat "$TMP/err")" $rc -eq 2 -a ! -e "$TMP/marker" -a \
 	"$(grep -c "SOCKTUNE_LIBRARY=$TMP/alt/missing.so" "$TMP/err")" -eq 1
 cp "$CMD" "$TMP/inst/bin/socktune"
-cp "$LIB" "$TMP/inst/lib/libsocktune.so"
+cp "${LIB_SO:-$LIB}" "$TMP/inst/lib/libsocktune.so"
 got=$("$TMP/inst/bin/socktune" -- "$PROBE" env LD_PRELOAD 2>/dev/null)
 check library_in_lib_dir "got '$got'" "$got" = "LD_PRELOAD=$TMP/inst/lib/libsocktune.so"
 cp "$CMD" "$TMP/lonely/socktune"

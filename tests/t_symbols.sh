@@ -6,7 +6,7 @@
 # hooks the issue requires
 REQUIRED="socket bind listen accept accept4 close read readv recv recvfrom recvmsg __read_chk __recv_chk __recvfrom_chk"
 
-nm -D --defined-only "$LIB" >"$TMP/nm" 2>&1 || fail nm "nm -D failed: $(cat "$TMP/nm")"
+nm -D --defined-only "${LIB_SO:-$LIB}" >"$TMP/nm" 2>&1 || fail nm "nm -D failed: $(cat "$TMP/nm")"
 exported=$(awk 'NF == 3 { print $3 }' "$TMP/nm" | sed 's/@.*//' | sort -u)
 
 missing=""
@@ -14,14 +14,14 @@ for s in $REQUIRED; do
 	echo "$exported" | grep -qx "$s" || missing="$missing $s"
 done
 check exports_required_hooks "not exported:$missing" -z "$missing"
-grep -q close_range "$(ldd "$LIB" | awk '/libc\.so/ { print $3 }')" 2>/dev/null &&
+grep -q close_range "$(ldd "${LIB_SO:-$LIB}" | awk '/libc\.so/ { print $3 }')" 2>/dev/null &&
 	check exports_close_range "libc has close_range, the library does not hook it" \
 		-n "$(echo "$exported" | grep -x close_range)"
 
 # every exported symbol is a function (T) that libc exports too: a hook, not an internal
 notfunc=$(awk 'NF == 3 && $2 != "T" && $2 != "W" { print $3 }' "$TMP/nm" | tr '\n' ' ')
 check exports_functions_only "exported non-functions: $notfunc" -z "$notfunc"
-libc=$(ldd "$LIB" | awk '/libc\.so/ { print $3 }')
+libc=$(ldd "${LIB_SO:-$LIB}" | awk '/libc\.so/ { print $3 }')
 if [ -n "$libc" ] && [ -f "$libc" ]; then
 	nm -D --defined-only "$libc" | awk 'NF == 3 { print $3 }' | sed 's/@.*//' | sort -u >"$TMP/libc"
 	extra=$(echo "$exported" | while read -r s; do grep -qx "$s" "$TMP/libc" || printf '%s ' "$s"; done)
@@ -37,8 +37,11 @@ mapped=$(sed -n '/global:/,/local:/p' "$ROOT/shim/libsocktune.map" | tr ' ;\t' '
 check exports_match_map "map: $(echo "$mapped" | tr '\n' ' ') / exported: $(echo "$exported" | tr '\n' ' ')" \
 	"$mapped" = "$exported"
 
-needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-bad=$(for n in $needed; do case "$n" in libc.so.* | libdl.so.* | libpthread.so.* | ld-linux*) ;; *) printf '%s ' "$n" ;; esac; done)
+needed=$(readelf -d "${LIB_SO:-$LIB}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+# (a sanitizer build also needs its runtime: make asan/ubsan/tsan set ST_SANITIZER)
+bad=$(for n in $needed; do case "$n" in libc.so.* | libdl.so.* | libpthread.so.* | ld-linux*) ;;
+	lib[atu]san.so.* | libubsan.so.*) [ -z "${ST_SANITIZER:-}" ] && printf '%s ' "$n" ;;
+	*) printf '%s ' "$n" ;; esac; done)
 check depends_on_libc_only "NEEDED: $needed" -n "$needed" -a -z "$bad"
 
 # -Werror with both compilers, into a scratch build directory
