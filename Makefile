@@ -29,7 +29,7 @@ HDRS       := include/socktune.h include/socktune_stats.h shim/shim.h
 LIB := $(BUILD)/libsocktune.so
 
 # The command links the parser and the host reader, never the hooks.
-CLI_SRC    := shim/cli.c shim/policy.c shim/host.c
+CLI_SRC    := shim/cli.c shim/statsview.c shim/policy.c shim/host.c
 CLI        := $(BUILD)/socktune
 CLI_STATIC := $(BUILD)/socktune-static
 MAN1       := $(wildcard docs/*.1)
@@ -167,10 +167,10 @@ valgrind:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c shim/host.c shim/cli.c $(HDRS)
+build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c shim/host.c shim/cli.c shim/statsview.c $(HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c shim/host.c
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c shim/host.c shim/statsview.c
 
 fuzz-bins: $(FUZZ_BIN)
 fuzz: fuzz-bins

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "shim.h" /* st_sysctl_num, st_sysctl_str (host.c) */
+#include "socktune_stats.h"
 
 extern char **environ;
 
@@ -58,6 +59,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	        "       socktune check [OPTIONS] [--json] [--strict]\n"
+	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
 	        "tunes its TCP listeners and logs what the kernel applied.  'check' shows what this\n"
@@ -81,7 +83,9 @@ static void usage(FILE *f)
 	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
 	        "               linked, Go, setuid/setgid or file capabilities) instead of warning;\n"
 	        "               check: exit 1 unless every configured value takes effect in full\n"
-	        "  --json       check: print JSON\n"
+	        "  --json       check, stats: print JSON\n"
+	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
+	        "               interrupted)\n"
 	        "  --help, --version\n"
 	        "\n"
 	        "Options end at '--' or at the first argument that is not an option.  To run a\n"
@@ -1181,8 +1185,53 @@ static int check(const struct cli *c, const struct st_policy *p)
 	return c->strict && not_full ? 1 : 0;
 }
 
+/* socktune stats [--json] [--watch SECONDS [--count N]] FILE: the SOCKTUNE_STATS file of a
+ * running or a dead server, read by statsview.c. */
+static int stats_main(int argc, char **argv)
+{
+	int json = 0;
+	long long every = 0, times = 0;
+	const char *file = NULL;
+	char err[160];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--json") == 0) {
+			json = 1;
+		} else if (strcmp(a, "--watch") == 0 || strcmp(a, "--count") == 0) {
+			long long *dst = a[2] == 'w' ? &every : &times;
+			if (i + 1 >= argc)
+				die_usage("stats: %s: missing value", a);
+			if (st_parse_int(argv[++i], 1, 86400, dst, err, sizeof err) != 0)
+				die_usage("stats: %s %s: %s", a, argv[i], err);
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else if (a[0] == '-' && strcmp(a, "-") != 0) {
+			die_usage("stats: unknown option %s", a);
+		} else if (file) {
+			die_usage("stats: one FILE only (%s, then %s)", file, a);
+		} else {
+			file = a;
+		}
+	}
+	if (!file)
+		die_usage("stats: which file? (the SOCKTUNE_STATS path, %%p replaced by the pid)");
+	if (times && !every)
+		die_usage("stats: --count goes with --watch");
+	for (long long n = 1;; n++) {
+		if (every && !json && isatty(STDOUT_FILENO))
+			fputs("\033[H\033[2J", stdout);
+		int r = st_stats_print(file, json);
+		if (r != 0 || !every || (times && n >= times))
+			return r;
+		sleep((unsigned)every);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "stats") == 0)
+		return stats_main(argc - 1, argv + 1);
 	struct cli c;
 	struct st_policy p;
 	memset(&c, 0, sizeof c);

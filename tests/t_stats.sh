@@ -1,0 +1,86 @@
+#!/bin/sh
+# Issue 8: SOCKTUNE_STATS counters.  A server stops accepting while 20 connections complete
+# their handshake, then accepts them all: accepted = 20, the queue peak shows the burst,
+# the file stays readable after SIGKILL, --json parses, a file of another version is
+# refused, and a normal exit logs one event=summary line per listener.
+. "$ROOT/tests/lib.sh"
+CLI=$B/socktune
+N=20
+
+# hold NAME MODE: holdserver under the preload; N connections held open while it waits,
+# then it accepts them.  MODE: exit (normal exit) or hang (waits to be killed).
+hold() {
+	rm -f "$TMP/go"
+	SOCKTUNE_STATS="$TMP/$1.%p" SOCKTUNE_BACKLOG=64 LD_PRELOAD=$LIB \
+		$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" $N "$2" >"$TMP/$1.out" 2>"$TMP/$1.err" &
+	HPID=$!
+	wait_file "$TMP/$1.out" . || return 1
+	port=$(head -n 1 "$TMP/$1.out")
+	$PY -c '
+import os, socket, sys, time
+cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5) for _ in range(int(sys.argv[2]))]
+time.sleep(0.3)  # let every handshake land in the accept queue
+open(sys.argv[3], "w").close()
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline and "accepted" not in open(sys.argv[4]).read():
+    time.sleep(0.02)
+' "$port" $N "$TMP/go" "$TMP/$1.out"
+	STATS="$TMP/$1.$HPID"
+}
+
+jkey() {
+	$PY -c 'import json,sys
+d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
+print(d)' "$1" 2>/dev/null
+}
+
+# ---- a normal exit: counters, peak, summary line ----
+hold normal exit
+wait $HPID
+if [ -f "$STATS" ]; then
+	"$CLI" stats --json "$STATS" >"$TMP/normal.json"
+	check stats.accepted "accepted $(jkey listeners.0.accepted <"$TMP/normal.json"), want $N" \
+		"$(jkey listeners.0.accepted <"$TMP/normal.json")" = $N
+	peak=$(jkey listeners.0.queue_peak <"$TMP/normal.json")
+	# the first accept samples the queue with the other N-1 still in it
+	check stats.queue-peak "queue_peak $peak after a held burst of $N" "${peak:-0}" -ge $((N / 2))
+	check stats.backlog "backlog $(jkey listeners.0.backlog <"$TMP/normal.json"), want 64" \
+		"$(jkey listeners.0.backlog <"$TMP/normal.json")" = 64
+	check stats.port "port $(jkey listeners.0.port <"$TMP/normal.json"), want $port" \
+		"$(jkey listeners.0.port <"$TMP/normal.json")" = "$port"
+	n=$(grep -c "event=summary .*accepted=$N " "$TMP/normal.err")
+	check stats.summary "$n summary lines with accepted=$N, want 1: $(grep summary "$TMP/normal.err")" "$n" -eq 1
+else
+	fail stats.file "no stats file at $STATS: $(cat "$TMP/normal.err")"
+fi
+
+# ---- SIGKILL: the file is still there and readable ----
+hold killed hang
+kill -9 $HPID 2>/dev/null
+wait $HPID 2>/dev/null
+if "$CLI" stats "$STATS" >"$TMP/killed.txt" 2>&1; then
+	check stats.after-sigkill "table: $(cat "$TMP/killed.txt")" \
+		-n "$(grep 'not running' "$TMP/killed.txt")" -a -n "$(grep "127.0.0.1:$port .* $N " "$TMP/killed.txt")"
+else
+	fail stats.after-sigkill "socktune stats failed: $(cat "$TMP/killed.txt")"
+fi
+"$CLI" stats --json "$STATS" >"$TMP/killed.json" 2>&1
+check stats.json-parses "json: $(head -c 300 "$TMP/killed.json")" \
+	-n "$(jkey process.quickack_rearms <"$TMP/killed.json")" -a \
+	-n "$(jkey listeners.0.queue_last <"$TMP/killed.json")" -a -n "$(jkey listeners.0.addr <"$TMP/killed.json")"
+check stats.no-summary-on-kill "summary after SIGKILL?" -z "$(grep event=summary "$TMP/killed.err")"
+
+# ---- a file from another version is refused, with a clear message ----
+cp "$STATS" "$TMP/other"
+printf '\143' | dd of="$TMP/other" bs=1 seek=16 conv=notrunc 2>/dev/null # version 99
+"$CLI" stats "$TMP/other" >/dev/null 2>"$TMP/other.err"
+rc=$?
+check stats.other-version "status $rc, message: $(cat "$TMP/other.err")" "$rc" = 1 -a \
+	-n "$(grep 'version 99' "$TMP/other.err")"
+"$CLI" stats /etc/hostname >/dev/null 2>"$TMP/notstats.err"
+check stats.not-a-stats-file "status $?: $(cat "$TMP/notstats.err")" -n "$(grep 'not a socktune stats file' "$TMP/notstats.err")"
+
+# ---- --watch refreshes, a bounded number of times ----
+n=$("$CLI" stats --watch 1 --count 2 "$STATS" | grep -c '^ADDR')
+check stats.watch "$n tables from --watch 1 --count 2" "$n" -eq 2
