@@ -266,7 +266,11 @@ sb=$LAST
 pq=$(port)
 start c5-qa "$SHIM $POL SOCKTUNE_QUICKACK=1" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pq"
 sq=$LAST
-for p in "$pa" "$pb" "$pq"; do
+# the same listener policy with SOCKTUNE_STATS: live counters and the queue sampled <= 10/s
+ps=$(port)
+start c5-ss "$SHIM $POL SOCKTUNE_STATS=$OUT/c5.stats" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$ps"
+ss_=$LAST
+for p in "$pa" "$pb" "$pq" "$ps"; do
 	waitfor 127.0.0.1 "$p"
 	"$BB/bcli" cc 127.0.0.1 "$p" 500 >/dev/null # warm up
 done
@@ -274,8 +278,8 @@ done
 # jobs on a shared machine drifts over seconds, and both sides of a ratio see the same.
 r=0
 while [ $r -lt "$CC_ROUNDS" ]; do
-	for v in $(rotate $r plain st qa); do
-		case $v in plain) p=$pa s=$sa ;; st) p=$pb s=$sb ;; qa) p=$pq s=$sq ;; esac
+	for v in $(rotate $r plain st qa ss); do
+		case $v in plain) p=$pa s=$sa ;; st) p=$pb s=$sb ;; qa) p=$pq s=$sq ;; ss) p=$ps s=$ss_ ;; esac
 		# The server's own CPU time (schedstat, ns) is far steadier than the wall rate.
 		c0=$(cut -d' ' -f1 /proc/"$s"/schedstat)
 		client c5 $v "$BB/bcli" cc 127.0.0.1 "$p" "$CC_N"
@@ -284,13 +288,13 @@ while [ $r -lt "$CC_ROUNDS" ]; do
 		eval "rate_$v=\$(kv \"\$line\" rate)"
 	done
 	# shellcheck disable=SC2154
-	for v in st qa; do
+	for v in st qa ss; do
 		eval "x=\$rate_$v"
 		rec "c5.rate_ratio.$v" "$(awk -v a="$rate_plain" -v b="$x" 'BEGIN { printf("%.4f", (a > 0) ? b / a : 0) }')"
 	done
 	r=$((r + 1))
 done
-stop "$sa" "$sb" "$sq"
+stop "$sa" "$sb" "$sq" "$ss_"
 
 # Syscalls per accepted connection: strace -c -f over a server that exits after N accepts,
 # for two N; the difference divided by the extra accepts leaves out start-up, listen() and
@@ -413,6 +417,8 @@ fi
 cat >>"$OUT/rows" <<EOF
 5 overhead, NODELAY+BACKLOG|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|st|n|c5.rate_ratio
 5 overhead, + QUICKACK|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|qa|n|c5.rate_ratio
+5 overhead, + SOCKTUNE_STATS|accept+close loop (conn/s; ratio: median of per-round ratios)|c5.rate|plain|ss|n|c5.rate_ratio
+5 overhead, + SOCKTUNE_STATS|server CPU per accept+close (us, schedstat)|c5.cpu|plain|ss|f
 5 overhead, NODELAY+BACKLOG|server CPU per accept+close (us, schedstat)|c5.cpu|plain|st|f
 5 overhead, + QUICKACK|server CPU per accept+close (us, schedstat)|c5.cpu|plain|qa|f
 5 overhead, NODELAY+BACKLOG|syscalls per accepted connection|c5.sys_total|plain|st|f
