@@ -151,14 +151,14 @@ tsan:
 	TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer/tsan TESTS="$(TSAN_TESTS)" \
 		BUILD=build-tsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-tsan/sanitizer && exit $$r
 
-VG_SERVERS := tserver mtserver passthru fdops
+VG_SERVERS := tserver mtserver passthru fdops errprobe
 valgrind:
 	$(MAKE) --no-print-directory BUILD=build-vg test-bins
 	rm -rf build-vg/valgrind build-vg/tests/vgbin && mkdir -p build-vg/valgrind build-vg/tests/vgbin
 	for f in build-vg/tests/bin/*; do \
 		n=$${f##*/}; w=build-vg/tests/vgbin/$$n; \
 		case " $(VG_SERVERS) " in \
-		*" $$n "*) printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --log-file=%s/vg.%%p %s "$$@"\n' \
+		*" $$n "*) printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --log-file=%s.%%p %s "$$@"\n' \
 			"$(CURDIR)/build-vg/valgrind/$$n" "$(CURDIR)/$$f" >$$w && chmod +x $$w ;; \
 		*) ln -s "$(CURDIR)/$$f" $$w ;; esac; \
 	done
