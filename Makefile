@@ -151,7 +151,7 @@ tsan:
 	TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer/tsan TESTS="$(TSAN_TESTS)" \
 		BUILD=build-tsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-tsan/sanitizer && exit $$r
 
-VG_SERVERS := tserver mtserver passthru fdops errprobe
+VG_SERVERS := tserver mtserver passthru fdops
 valgrind:
 	$(MAKE) --no-print-directory BUILD=build-vg test-bins
 	rm -rf build-vg/valgrind build-vg/tests/vgbin && mkdir -p build-vg/valgrind build-vg/tests/vgbin
@@ -162,7 +162,8 @@ valgrind:
 			"$(CURDIR)/build-vg/valgrind/$$n" "$(CURDIR)/$$f" >$$w && chmod +x $$w ;; \
 		*) ln -s "$(CURDIR)/$$f" $$w ;; esac; \
 	done
-	ST_BIN=$(CURDIR)/build-vg/tests/vgbin ST_STRESS_CONNS=600 BUILD=build-vg sh tests/run.sh; \
+	ST_SANITIZER=valgrind ST_BIN=$(CURDIR)/build-vg/tests/vgbin ST_STRESS_CONNS=600 \
+		BUILD=build-vg sh tests/run.sh; \
 	r=$$?; $(SAN_CHECK) build-vg/valgrind && exit $$r
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
