@@ -6,8 +6,11 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "shim.h"
 #include "socktune_stats.h"
@@ -210,12 +213,27 @@ static int format_addr(const struct sockaddr *sa, char *out, size_t n, unsigned 
 	return 0;
 }
 
-/* A caller's address, checked against its length before it is read. */
-static int addr_ok(const struct sockaddr *sa, socklen_t len)
+/* Copy the caller's address without trusting the pointer: process_vm_readv() reports a
+ * bad one as EFAULT where a plain read would crash the server (bind(fd, (void *)1, 16)
+ * must fail with EFAULT, as it does without the library).  Returns 0 when *out holds an
+ * AF_INET or AF_INET6 address of the right length. */
+static int copy_addr(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *out)
 {
-	return sa && len >= sizeof(sa_family_t) &&
-	       ((sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
-	        (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)));
+	if (!sa || len < sizeof(struct sockaddr_in) || len > sizeof *out)
+		return -1;
+	memset(out, 0, sizeof *out);
+	struct iovec local = {out, len}, remote = {(void *)sa, len};
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)len) {
+		static _Atomic int warned;
+		if (errno != EFAULT && !atomic_exchange(&warned, 1)) /* a seccomp filter, say */
+			st_log(ST_LOG_WARN,
+			       "event=address-unreadable error=\"process_vm_readv: %s\" "
+			       "action=bind/connect passed through untuned",
+			       strerror(errno));
+		return -1;
+	}
+	return (out->ss_family == AF_INET ||
+	        (out->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))) ? 0 : -1;
 }
 
 static int local_addr(int fd, char *out, size_t n, unsigned *port)
@@ -687,6 +705,8 @@ void st_accepted(int lfd, int cfd)
 	unsigned kind = ST_FD_KIND(e);
 	uint64_t ce = 0;
 
+	if (!st_fd_fits(lfd))
+		return; /* beyond the table: nothing can be remembered, so nothing is adopted */
 	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP;
 	if (adopted_now) /* cfd itself was made before the tuning */
 		kind = ST_FD_KIND(e = adopt(lfd));
@@ -739,21 +759,34 @@ int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int want;
 	uint64_t e = st_fd_get(fd);
+	struct sockaddr_storage ss;
 	if (!opt_want(O_REUSEPORT, &want) || dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
-	    !addr_ok(addr, len) || (app_wins() && (e & app_bit(O_REUSEPORT))))
+	    (app_wins() && (e & app_bit(O_REUSEPORT))))
 		return st_real.bind(fd, addr, len);
-	char text[INET6_ADDRSTRLEN + 10];
-	unsigned port;
-	format_addr(addr, text, sizeof text, &port);
-	if ((!st_has(&st_policy, ST_V_PORTS) || st_port_in(st_policy.ports, port))) {
-		int saved = errno;
-		struct st_err err;
-		if (set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0)
-			st_log(ST_LOG_WARN, "event=setsockopt option=reuseport fd=%d error=\"%s\"", fd,
-			       err.msg);
+	if (st_has(&st_policy, ST_V_PORTS)) {
+		char text[INET6_ADDRSTRLEN + 10];
+		unsigned port;
+		if (copy_addr(addr, len, &ss) != 0)
+			return st_real.bind(fd, addr, len);
+		format_addr((struct sockaddr *)&ss, text, sizeof text, &port);
+		if (!st_port_in(st_policy.ports, port))
+			return st_real.bind(fd, addr, len);
+	}
+	int saved = errno, before;
+	struct st_err err;
+	int changed = get_int(fd, SOL_SOCKET, SO_REUSEPORT, &before) == 0 && before != want;
+	if (changed && set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0) {
+		st_log(ST_LOG_WARN, "event=setsockopt option=reuseport fd=%d error=\"%s\"", fd, err.msg);
+		changed = 0;
+	}
+	errno = saved;
+	int r = st_real.bind(fd, addr, len);
+	if (r != 0 && changed) { /* a failed bind() leaves the socket as it was */
+		saved = errno;
+		set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", before);
 		errno = saved;
 	}
-	return st_real.bind(fd, addr, len);
+	return r;
 }
 
 /* ---- outgoing connections (SOCKTUNE_CLIENT) ---- */
@@ -763,12 +796,16 @@ static _Atomic uint64_t client_ports_seen[ST_PORTS_WORDS];
 int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t e = st_fd_get(fd);
-	if (!st_on(&st_policy, ST_V_CLIENT) || ST_FD_KIND(e) != ST_FD_TCP || !addr_ok(addr, len))
+	struct sockaddr_storage ss;
+	int saved = errno;
+	if (!st_on(&st_policy, ST_V_CLIENT) || ST_FD_KIND(e) != ST_FD_TCP ||
+	    copy_addr(addr, len, &ss) != 0) {
+		errno = saved;
 		return st_real.connect(fd, addr, len);
+	}
 	char text[INET6_ADDRSTRLEN + 10];
 	unsigned port;
-	int saved = errno;
-	if (format_addr(addr, text, sizeof text, &port) != 0 ||
+	if (format_addr((struct sockaddr *)&ss, text, sizeof text, &port) != 0 ||
 	    (st_has(&st_policy, ST_V_CLIENT_PORTS) && !st_port_in(st_policy.client_ports, port))) {
 		st_fd_set(fd, ST_FD_IGNORED);
 		errno = saved;
@@ -779,7 +816,7 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	/* Before connect(): the buffers decide the window scale offered in the SYN. */
 	struct st_line line = {.n = 0};
 	int eff[O_COUNT];
-	apply_all(fd, addr->sa_family, F_CLIENT, 0, app_wins() ? e : 0, &line, eff);
+	apply_all(fd, ss.ss_family, F_CLIENT, 0, app_wins() ? e : 0, &line, eff);
 	int quickack = st_on(&st_policy, ST_V_QUICKACK) && !dry_run();
 	if (quickack) {
 		struct st_err err;
@@ -827,25 +864,37 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 		errno = saved;
 		return r;
 	}
-	/* Policy wins.  Before listen()/connect() the call goes through (and is overwritten
-	 * there), so a socket that ends up outside SOCKTUNE_PORTS keeps the app's value; on a
-	 * tuned socket it succeeds without touching the kernel's value.  A call the kernel would
-	 * refuse anyway (bad pointer or length) still goes through, for its exact errno. */
-	int r = 0;
-	int plain = (opts[i].flags & F_STRING) ? (val && len > 0) : (val && len >= (socklen_t)sizeof(int));
-	if (kind == ST_FD_TCP || !plain)
-		r = st_real.setsockopt(fd, level, optname, val, len);
-	saved = errno;
-	struct st_stats_file *sf = r == 0 && plain ? st_stats_file() : NULL;
+	/* Policy wins.  The app's call still goes to the kernel, so that its result and errno
+	 * are the kernel's own (a bad pointer, a value out of range).  When it succeeds on a tuned
+	 * socket, the policy's value is put back at once; before listen() or connect() there is
+	 * nothing to put back, the policy is applied there (and a socket that ends up outside
+	 * SOCKTUNE_PORTS keeps the app's value). */
+	int r = st_real.setsockopt(fd, level, optname, val, len);
+	if (r != 0)
+		return r;
+	if (kind != ST_FD_TCP) {
+		struct st_err err;
+		if (opts[i].flags & F_STRING)
+			st_real.setsockopt(fd, level, optname, st_policy.congestion,
+			                   (socklen_t)strlen(st_policy.congestion));
+		else if (!(i == O_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE) &&
+		           set_int(&err, fd, SOL_SOCKET, SO_RCVBUFFORCE, "SO_RCVBUFFORCE", want) == 0))
+			set_int(&err, fd, level, /* the app's *FORCE variants map to the plain ones */
+			        optname == SO_RCVBUFFORCE ? SO_RCVBUF
+			        : optname == SO_SNDBUFFORCE ? SO_SNDBUF : optname,
+			        opts[i].label, want);
+	}
+	struct st_stats_file *sf = st_stats_file();
 	if (sf)
 		count(&sf->app_overrides_refused);
+	/* The kernel took the value, so it was readable. */
 	uint32_t bit = 1u << i;
-	if (r == 0 && plain && !(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
+	if (!(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
 		if (opts[i].flags & F_STRING)
 			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%.*s kept=%s",
-			       kind_names[kind], opts[i].name, (int)(len < 16 ? len : 16), (const char *)val,
-			       st_policy.congestion);
-		else
+			       kind_names[kind], opts[i].name, (int)strnlen(val, len < 16 ? len : 16),
+			       (const char *)val, st_policy.congestion);
+		else if (len >= sizeof(int))
 			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%d kept=%d",
 			       kind_names[kind], opts[i].name, *(const int *)val, want);
 	}
@@ -853,14 +902,47 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	return r;
 }
 
+/* A vfork() child shares our memory until it execs: its close() of an inherited listener
+ * or connection must not clear the parent's entries.  Only entries whose loss would
+ * matter (a listener, a quick-ack connection) pay the getpid() that tells. */
+static pid_t st_pid;
+
+static void forked_child(void)
+{
+	st_pid = getpid();
+}
+
+void st_pid_init(void)
+{
+	st_pid = getpid();
+	pthread_atfork(NULL, NULL, forked_child);
+}
+
+static int matters(uint64_t e)
+{
+	return ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK);
+}
+
+static int in_vfork_child(unsigned first, unsigned last)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
+	for (unsigned fd = first; fd < high && fd <= last; fd++)
+		if (matters(atomic_load_explicit(&m->ent[fd], memory_order_relaxed)))
+			return getpid() != st_pid;
+	return 0;
+}
+
 void st_duped(int oldfd, int newfd)
 {
 	int saved = errno;
+	if (newfd < 0 || in_vfork_child((unsigned)newfd, (unsigned)newfd))
+		return;
 	uint64_t e = st_fd_get(oldfd);
-	if (newfd >= 0)
-		st_closing((unsigned)newfd, (unsigned)newfd);
-	unsigned kind = ST_FD_KIND(e);
-	st_fd_set(newfd, kind == ST_FD_LISTENER ? ST_FD_UNKNOWN : e);
+	st_closing((unsigned)newfd, (unsigned)newfd);
+	/* newfd now names oldfd's socket; a listener's record stays with oldfd, so a listener
+	 * copy is adopted afresh at its first accept */
+	st_fd_set(newfd, ST_FD_KIND(e) == ST_FD_LISTENER ? ST_FD_UNKNOWN : e);
 	errno = saved;
 }
 
@@ -868,6 +950,8 @@ void st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
+	if (first >= high || in_vfork_child(first, last))
+		return;
 	for (unsigned fd = first; fd < high && fd <= last; fd++) {
 		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
 		if (ST_FD_KIND(e) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT))

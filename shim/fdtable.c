@@ -60,6 +60,12 @@ void st_fd_set(int fd, uint64_t v)
 		;
 }
 
+int st_fd_fits(int fd)
+{
+	struct st_fdmap *m = fdmap_make();
+	return m && fd >= 0 && (unsigned)fd < m->size;
+}
+
 void st_fd_forget(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);

@@ -94,6 +94,7 @@ static void init_once(void)
 	if (st_on(&st_policy, ST_V_DISABLE))
 		return;
 	st_log_init(&st_policy);
+	st_pid_init();
 	st_enabled = 1;
 }
 

@@ -125,15 +125,19 @@ void st_log_line(int level, const char *fmt, ...)
 }
 
 /* Configuration errors wait for the first governed socket. */
-#define ST_MAX_DEFERRED 8
+/* One line for each variable, and a few unknown ones; beyond that, one line says how many
+ * more were dropped. */
+#define ST_MAX_DEFERRED (ST_V_COUNT + 8)
 static struct st_line deferred[ST_MAX_DEFERRED];
-static int n_deferred;
+static int n_deferred, n_dropped;
 static _Atomic int deferred_done;
 
 void st_log_defer(const char *name, const char *value, const char *msg)
 {
-	if (n_deferred >= ST_MAX_DEFERRED)
+	if (n_deferred >= ST_MAX_DEFERRED) {
+		n_dropped++;
 		return;
+	}
 	char shown[201];
 	size_t i = 0;
 	for (; value[i] && i < sizeof shown - 1; i++) /* keep the line one logfmt line */
@@ -153,4 +157,7 @@ void st_log_flush_deferred(void)
 	for (int i = 0; i < n_deferred; i++)
 		st_log(strstr(deferred[i].b, "unknown variable") ? ST_LOG_WARN : ST_LOG_ERROR, "%s",
 		       deferred[i].b);
+	if (n_dropped)
+		st_log(ST_LOG_ERROR, "event=config more=%d action=ignored (not listed: too many)",
+		       n_dropped);
 }

@@ -85,6 +85,8 @@ static inline uint64_t st_fd_get(int fd)
 
 /* Set fd's entry, making the table on first use.  Descriptors beyond it stay untracked. */
 void st_fd_set(int fd, uint64_t v);
+/* Whether fd has a place in the table (made on first use). */
+int st_fd_fits(int fd);
 /* Forget descriptors [first, last] (close, close_range). */
 void st_fd_forget(unsigned first, unsigned last);
 
@@ -103,6 +105,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 void st_accepted(int lfd, int cfd);
 /* After a receive call returned data on a connection marked for quick-ack. */
 void st_rearm_quickack(int fd);
+/* Remember our pid, and a fork child's, to tell a vfork child (which shares our memory). */
+void st_pid_init(void);
 /* After dup2()/dup3() made newfd a copy of oldfd. */
 void st_duped(int oldfd, int newfd);
 /* Before the real close() or close_range(). */
