@@ -748,7 +748,48 @@ static const struct {
 	{"reuseport", SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT"},
 	{"priority", SOL_SOCKET, SO_PRIORITY, "SO_PRIORITY"},
 	{"mark", SOL_SOCKET, SO_MARK, "SO_MARK"},
+	{"tos", IPPROTO_IP, IP_TOS, "IP_TOS"},
+	{"defer-accept", IPPROTO_TCP, TCP_DEFER_ACCEPT, "TCP_DEFER_ACCEPT"},
 };
+
+/* SOCKTUNE_KEEPALIVE: SO_KEEPALIVE and each of IDLE:INTVL:CNT that is given, on a probe. */
+static void check_keepalive(struct verdict *v, const struct st_policy *p)
+{
+	const struct {
+		int level, opt, want;
+		const char *label;
+	} parts[] = {
+		{SOL_SOCKET, SO_KEEPALIVE, (int)p->num[v->id], "SO_KEEPALIVE"},
+		{IPPROTO_TCP, TCP_KEEPIDLE, p->ka_idle, "TCP_KEEPIDLE"},
+		{IPPROTO_TCP, TCP_KEEPINTVL, p->ka_intvl, "TCP_KEEPINTVL"},
+		{IPPROTO_TCP, TCP_KEEPCNT, p->ka_cnt, "TCP_KEEPCNT"},
+	};
+	int fd = probe_socket();
+	if (fd < 0) {
+		v->status = V_UNCHECKED;
+		snprintf(v->why, sizeof v->why, "not verified (no probe socket: %s)", strerror(errno));
+		return;
+	}
+	v->status = V_OK;
+	snprintf(v->why, sizeof v->why, "ok");
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		long long got = -1;
+		if (i > 0 && (parts[i].want == 0 || !p->num[v->id]))
+			continue; /* that part left to the kernel's default */
+		if (probe_set_int(fd, parts[i].level, parts[i].opt, parts[i].want) != 0 ||
+		    probe_get_int(fd, parts[i].level, parts[i].opt, &got) != 0) {
+			v->status = V_FAILED;
+			snprintf(v->why, sizeof v->why, "setsockopt %s: %s", parts[i].label, strerror(errno));
+			break;
+		}
+		if ((i == 0 ? got != 0 : got) != parts[i].want) {
+			v->status = V_CLAMPED;
+			snprintf(v->why, sizeof v->why, "%s: the kernel kept %lld", parts[i].label, got);
+			break;
+		}
+	}
+	probe_close(fd);
+}
 
 static void check_readback(struct verdict *v, const struct st_policy *p, int k)
 {
@@ -778,6 +819,13 @@ static void check_readback(struct verdict *v, const struct st_policy *p, int k)
 	v->effective = booleans ? got != 0 : got;
 	v->status = v->effective == want ? V_OK : V_CLAMPED;
 	snprintf(v->why, sizeof v->why, "%s", v->status == V_OK ? "ok" : "the kernel kept another value");
+	/* The kernel keeps TCP_DEFER_ACCEPT as a count of SYN-ACK retransmissions and reports
+	 * the time that count covers: rounded up, never less. */
+	if (v->id == ST_V_DEFER_ACCEPT && got > want) {
+		v->status = V_OK;
+		snprintf(v->why, sizeof v->why, "ok (rounded up to %lld s: SYN-ACK retransmission steps)",
+		         got);
+	}
 }
 
 static void check_congestion(struct verdict *v, const struct host *h)
@@ -903,6 +951,8 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 		snprintf(v->why, sizeof v->why, "ok (nothing the host decides)");
 	} else if (strcmp(opt, "congestion") == 0) {
 		check_congestion(v, h);
+	} else if (strcmp(opt, "keepalive") == 0) {
+		check_keepalive(v, p);
 	} else if (strcmp(opt, "fastopen") == 0 && v->want > 0) {
 		long long tfo = host_num(h, "net.ipv4.tcp_fastopen", 0);
 		if (tfo >= 0 && !(tfo & 2)) {

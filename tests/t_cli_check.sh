@@ -136,3 +136,8 @@ d = json.load(open(sys.argv[1], encoding="utf-8"))
 v = [x["value"] for x in d["options"] if x["option"] == "log-file"][0]
 print("ok" if v == sys.argv[2] + "/a\"b\\c\td\x01e\ufffdf" else repr(v))' "$TMP/json" "$TMP" 2>&1)
 check json_escaping "$res" "$res" = ok
+# keepalive, tos and defer-accept are read back on a probe socket, not left "unchecked"
+"$CMD" check --keepalive 30:10:5 --tos lowdelay --defer-accept 5 >"$TMP/opts" 2>&1
+check check_keepalive_verified "$(grep keepalive "$TMP/opts")" -n "$(grep -E '^ +keepalive +30:10:5 +ok' "$TMP/opts")"
+check check_tos_verified "$(grep ' tos ' "$TMP/opts")" -n "$(grep -E '^ +tos +16 -> 16 +ok' "$TMP/opts")"
+check check_defer_accept_rounded "$(grep defer "$TMP/opts")" -n "$(grep -E '^ +defer-accept +5 -> [0-9]+ +ok \(rounded up' "$TMP/opts")"
