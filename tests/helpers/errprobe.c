@@ -89,7 +89,7 @@ int main(void)
 
 	for (int fam = 4; fam <= 6; fam += 2) {
 		int family = fam == 4 ? AF_INET : AF_INET6;
-		char name[32];
+		char name[64];
 		struct sockaddr_storage ss;
 		socklen_t len;
 		int l = tcp_listener(family, &ss, &len);
