@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -146,6 +147,19 @@ struct st_listener {
 
 static struct st_listener listeners[ST_MAX_LISTENERS];
 
+static struct st_listener *record_of(uint64_t e)
+{
+	return ST_FD_KIND(e) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT)
+	               ? &listeners[(e >> ST_FD_REC_SHIFT) - 1] : NULL;
+}
+
+static void release_record(uint64_t e)
+{
+	struct st_listener *L = record_of(e);
+	if (L)
+		atomic_store(&L->used, 0);
+}
+
 /* ---- small helpers, each a syscall and a message ---- */
 
 struct st_err {
@@ -277,10 +291,25 @@ static uint64_t app_bit(int i)
 	return 1ull << (ST_FD_APP_SHIFT + i);
 }
 
+static struct st_listener *record_of(uint64_t e);
+static void release_record(uint64_t e);
+
+/* A new socket under a number whose old entry was never cleared (closed by a path the
+ * hooks do not see: fclose(), closefrom() inside libc, a raw syscall): the new entry first,
+ * then the old listener's record back to the pool. */
+static void replace_entry(int fd, uint64_t v)
+{
+	uint64_t old = st_fd_get(fd);
+	if (old == v)
+		return;
+	st_fd_set(fd, v);
+	release_record(old);
+}
+
 void st_socket_made(int fd, int domain, int type, int protocol)
 {
 	if (in_scope(domain, type, protocol))
-		st_fd_set(fd, ST_FD_TCP);
+		replace_entry(fd, ST_FD_TCP);
 	else if (atomic_load_explicit(&st_fdmap, memory_order_relaxed) &&
 	         st_fd_get(fd) != ST_FD_IGNORED)
 		st_fd_set(fd, ST_FD_IGNORED); /* only once a table exists: UDP alone makes none */
@@ -423,6 +452,11 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 	if (get_int(fd, level, optname, &got) != 0)
 		return -1;
 	*eff = got;
+	/* A dual-stack IPv6 socket carries IPv4 traffic too, whose TOS comes from IP_TOS. */
+	int v6only = 1;
+	if (i == O_TOS && family == AF_INET6 && !*dry &&
+	    get_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only) == 0 && !v6only)
+		set_int(&e, fd, IPPROTO_IP, IP_TOS, "IP_TOS", want);
 
 	if (!(o->flags & F_BUFFER)) {
 		if (i == O_MARK)
@@ -437,16 +471,57 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 		long long max = st_sysctl_num(o->limit, -1);
 		if (max > 0 && want > max && !(i == O_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE)))
 			warn_clamp(fd, i, want, (int)(2 * max), dry);
-	} else if ((long long)got < 2LL * want) {
+	} else if ((long long)got < 2LL * (want < INT_MAX / 2 ? want : INT_MAX / 2)) {
 		/* The kernel doubles the request (bookkeeping overhead); less than double is a clamp. */
 		warn_clamp(fd, i, want, got, dry);
 	}
 	return 0;
 }
 
-/* Apply every option the policy sets and that suits this kind of socket. */
-static void apply_all(int fd, int family, unsigned need, unsigned skip, uint64_t app,
-                      struct st_line *line, int *eff)
+/* The app set a governed option itself and the policy's value was kept: counted, and said
+ * once per kind of socket and option.  app_name is set for TCP_CONGESTION. */
+static const char *const kind_names[] = {[ST_FD_LISTENER] = "listener",
+                                         [ST_FD_CONN] = "accepted", [ST_FD_CLIENT] = "client"};
+static _Atomic uint32_t override_logged[ST_FD_CLIENT + 1];
+
+static void note_override(unsigned kind, int i, long long app, const char *app_name)
+{
+	struct st_stats_file *sf = st_stats_file();
+	if (sf)
+		count(&sf->app_overrides_refused);
+	uint32_t bit = 1u << i;
+	if (atomic_fetch_or(&override_logged[kind], bit) & bit)
+		return;
+	int want;
+	opt_want(i, &want);
+	if (app_name)
+		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%s kept=%s",
+		       kind_names[kind], opts[i].name, app_name, st_policy.congestion);
+	else
+		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%lld kept=%d",
+		       kind_names[kind], opts[i].name, app, want);
+}
+
+/* Before the policy overwrites what the app set on a socket not yet tuned: what was it?
+ * (Buffers read back doubled: halved here, the app's request when nothing clamped it.) */
+static void note_override_before(int fd, int family, unsigned kind, int i)
+{
+	int level, optname, v;
+	const char *label;
+	opt_sockopt(i, family, &level, &optname, &label);
+	if (opts[i].flags & F_STRING) {
+		char name[16];
+		if (get_name(fd, name, sizeof name) == 0)
+			note_override(kind, i, 0, name);
+	} else if (get_int(fd, level, optname, &v) == 0) {
+		note_override(kind, i, (opts[i].flags & F_BUFFER) ? v / 2 : v, NULL);
+	}
+}
+
+/* Apply every option the policy sets and that suits this kind of socket.  app: the
+ * options the app set itself before (their bits); precedence=app leaves them alone. */
+static void apply_all(int fd, int family, unsigned kind, unsigned need, unsigned skip,
+                      uint64_t app, struct st_line *line, int *eff)
 {
 	for (int i = 0; i < O_COUNT; i++) {
 		int want;
@@ -454,8 +529,12 @@ static void apply_all(int fd, int family, unsigned need, unsigned skip, uint64_t
 		if (!opt_want(i, &want) || (need && !(opts[i].flags & need)) || (opts[i].flags & skip))
 			continue;
 		if (app & app_bit(i)) {
-			st_line_add(line, " %s=app", opts[i].name);
-			continue;
+			if (app_wins()) {
+				st_line_add(line, " %s=app", opts[i].name);
+				continue;
+			}
+			if (!dry_run())
+				note_override_before(fd, family, kind, i);
 		}
 		apply_opt(fd, family, i, line, &eff[i]);
 	}
@@ -487,7 +566,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	unsigned port;
 	int family = local_addr(fd, addr, sizeof addr, &port);
 	uint64_t entry = st_fd_get(fd);
-	uint64_t app = app_wins() ? entry : 0;
+	uint64_t app = entry;
 	const char *dry = dry_run() ? " dry_run=1" : "";
 
 	if (st_has(&st_policy, ST_V_PORTS) && !st_port_in(st_policy.ports, port)) {
@@ -500,7 +579,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	struct st_line line = {.n = 0};
 	int eff[O_COUNT];
 	/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
-	apply_all(fd, family, 0, F_BEFORE_BIND, app, &line, eff);
+	apply_all(fd, family, ST_FD_LISTENER, 0, F_BEFORE_BIND, app, &line, eff);
 	if (st_has(&st_policy, ST_V_REUSEPORT)) {
 		int v;
 		get_int(fd, SOL_SOCKET, SO_REUSEPORT, &v);
@@ -548,10 +627,11 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s", head.b, line.b, dry);
 
 	unsigned index;
-	struct st_listener *L = *dry ? NULL : listener_alloc(&index);
+	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : listener_alloc(&index);
 	if (!L) {
-		/* A dry run, or the table is full: only the per-connection work is skipped. */
-		if (!*dry)
+		/* A dry run, a descriptor beyond the table, or the table is full: only the
+		 * per-connection work is skipped. */
+		if (!*dry && st_fd_fits(fd))
 			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
 		st_fd_set(fd, ST_FD_IGNORED);
 		return TUNED;
@@ -587,6 +667,7 @@ int st_listen(int fd, int backlog)
 		                                                           : backlog);
 	int saved = errno;
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
+	    kind == ST_FD_ADOPTING ||
 	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
 		if (kind == ST_FD_UNKNOWN)
 			st_fd_set(fd, ST_FD_IGNORED);
@@ -618,17 +699,25 @@ int st_listen(int fd, int backlog)
 
 /* A listening socket the process did not make through the hooks (inherited across exec,
  * systemd socket activation): tune it at its first accept. */
-static uint64_t adopt(int lfd)
+static uint64_t adopt(int lfd, uint64_t e)
 {
-	int listening;
-	if (!is_tcp_socket(lfd) || get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) != 0 ||
-	    !listening) {
-		st_fd_set(lfd, ST_FD_IGNORED);
-		return ST_FD_IGNORED;
+	/* One thread adopts; the others accepting on it meanwhile wait for that (a few
+	 * syscalls), a bounded number of times. */
+	if (ST_FD_KIND(e) != ST_FD_ADOPTING && st_fd_cas(lfd, &e, ST_FD_ADOPTING)) {
+		int listening, result;
+		if (is_tcp_socket(lfd) && get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 &&
+		    listening)
+			tune_listener(lfd, -1, 1, &result);
+		e = st_fd_get(lfd);
+		if (ST_FD_KIND(e) == ST_FD_ADOPTING) { /* not a TCP listener, or tuning failed */
+			e = ST_FD_IGNORED;
+			st_fd_set(lfd, e);
+		}
+		return e;
 	}
-	int result;
-	tune_listener(lfd, -1, 1, &result);
-	return st_fd_get(lfd);
+	for (int i = 0; i < 100000 && ST_FD_KIND(e = st_fd_get(lfd)) == ST_FD_ADOPTING; i++)
+		sched_yield();
+	return e;
 }
 
 /* On the first connection accepted from a listener, check that the kernel copied each
@@ -705,13 +794,14 @@ void st_accepted(int lfd, int cfd)
 	unsigned kind = ST_FD_KIND(e);
 	uint64_t ce = 0;
 
-	if (!st_fd_fits(lfd))
-		return; /* beyond the table: nothing can be remembered, so nothing is adopted */
-	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP;
-	if (adopted_now) /* cfd itself was made before the tuning */
-		kind = ST_FD_KIND(e = adopt(lfd));
-	if (kind == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT) != 0) {
-		struct st_listener *L = &listeners[(e >> ST_FD_REC_SHIFT) - 1];
+	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP || kind == ST_FD_ADOPTING;
+	if (adopted_now) {
+		if (!st_fd_fits(lfd))
+			return; /* beyond the table: nothing can be remembered, so nothing is adopted */
+		kind = ST_FD_KIND(e = adopt(lfd, e)); /* cfd itself was made before the tuning */
+	}
+	struct st_listener *L = record_of(e);
+	if (L) {
 		uint32_t percon;
 		if (adopted_now || (atomic_load_explicit(&L->queued, memory_order_relaxed) > 0 &&
 		                    atomic_fetch_sub(&L->queued, 1) > 0)) {
@@ -719,7 +809,10 @@ void st_accepted(int lfd, int cfd)
 		} else {
 			if (atomic_load_explicit(&L->checked, memory_order_acquire) != 2)
 				check_inherit(L, e, lfd, cfd);
-			percon = atomic_load_explicit(&L->percon, memory_order_relaxed);
+			/* while another thread checks the first connection, set everything */
+			percon = atomic_load_explicit(&L->checked, memory_order_acquire) == 2
+			                 ? atomic_load_explicit(&L->percon, memory_order_relaxed)
+			                 : applied_mask(L, e);
 		}
 		if (percon)
 			apply_percon(cfd, L->family, percon);
@@ -732,25 +825,27 @@ void st_accepted(int lfd, int cfd)
 			/* Quick-ack is not sticky: the kernel drops back to delayed ACKs after a few
 			 * segments, so it is armed here and re-armed after every receive. */
 			struct st_err err;
-			set_int(&err, cfd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1);
-			ce |= ST_FD_QUICKACK;
+			if (set_int(&err, cfd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1) == 0)
+				ce |= ST_FD_QUICKACK; /* refused (MPTCP says ENOPROTOOPT): no re-arm */
 		}
 		st_log(ST_LOG_DEBUG, "event=accept listener=%d fd=%d quickack=%d", lfd, cfd,
 		       (ce & ST_FD_QUICKACK) ? 1 : 0);
 	}
-	if (st_fd_get(cfd) != ce)
-		st_fd_set(cfd, ce);
+	replace_entry(cfd, ce);
 }
 
 void st_rearm_quickack(int fd)
 {
 	int saved = errno;
 	int one = 1;
-	if (st_real.setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) != 0 &&
-	    (errno == EBADF || errno == ENOTSOCK))
+	if (st_real.setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) == 0) {
+		if (st_stats)
+			count(&st_stats->quickack_rearms);
+	} else if (errno == EBADF || errno == ENOTSOCK) {
 		st_fd_set(fd, 0); /* closed behind our back; the number now names something else */
-	else if (st_stats)
-		count(&st_stats->quickack_rearms);
+	} else {
+		st_fd_set(fd, st_fd_get(fd) & ~ST_FD_QUICKACK); /* refused: stop trying */
+	}
 	errno = saved;
 }
 
@@ -760,19 +855,22 @@ int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	int want;
 	uint64_t e = st_fd_get(fd);
 	struct sockaddr_storage ss;
+	int saved = errno;
 	if (!opt_want(O_REUSEPORT, &want) || dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
 	    (app_wins() && (e & app_bit(O_REUSEPORT))))
 		return st_real.bind(fd, addr, len);
 	if (st_has(&st_policy, ST_V_PORTS)) {
 		char text[INET6_ADDRSTRLEN + 10];
 		unsigned port;
-		if (copy_addr(addr, len, &ss) != 0)
+		if (copy_addr(addr, len, &ss) != 0) {
+			errno = saved;
 			return st_real.bind(fd, addr, len);
+		}
 		format_addr((struct sockaddr *)&ss, text, sizeof text, &port);
 		if (!st_port_in(st_policy.ports, port))
 			return st_real.bind(fd, addr, len);
 	}
-	int saved = errno, before;
+	int before;
 	struct st_err err;
 	int changed = get_int(fd, SOL_SOCKET, SO_REUSEPORT, &before) == 0 && before != want;
 	if (changed && set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0) {
@@ -816,7 +914,7 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	/* Before connect(): the buffers decide the window scale offered in the SYN. */
 	struct st_line line = {.n = 0};
 	int eff[O_COUNT];
-	apply_all(fd, ss.ss_family, F_CLIENT, 0, app_wins() ? e : 0, &line, eff);
+	apply_all(fd, ss.ss_family, ST_FD_CLIENT, F_CLIENT, 0, e, &line, eff);
 	int quickack = st_on(&st_policy, ST_V_QUICKACK) && !dry_run();
 	if (quickack) {
 		struct st_err err;
@@ -836,9 +934,6 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 /* ---- the app's own setsockopt() on a governed socket ---- */
 
-static const char *const kind_names[] = {[ST_FD_TCP] = "socket", [ST_FD_LISTENER] = "listener",
-                                         [ST_FD_CONN] = "accepted", [ST_FD_CLIENT] = "client"};
-static _Atomic uint32_t override_logged[ST_FD_CLIENT + 1];
 
 int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len)
 {
@@ -854,25 +949,19 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	if (kind == ST_FD_CLIENT && !(opts[i].flags & F_CLIENT))
 		return st_real.setsockopt(fd, level, optname, val, len);
 
-	int saved = errno;
-	if (app_wins()) {
-		/* The app's value stands; remember it so that listen() and connect() leave it. */
-		int r = st_real.setsockopt(fd, level, optname, val, len);
-		saved = errno;
-		if (r == 0 && (kind == ST_FD_TCP || kind == ST_FD_LISTENER))
-			st_fd_set(fd, e | app_bit(i));
-		errno = saved;
-		return r;
-	}
-	/* Policy wins.  The app's call still goes to the kernel, so that its result and errno
-	 * are the kernel's own (a bad pointer, a value out of range).  When it succeeds on a tuned
-	 * socket, the policy's value is put back at once; before listen() or connect() there is
-	 * nothing to put back, the policy is applied there (and a socket that ends up outside
-	 * SOCKTUNE_PORTS keeps the app's value). */
+	/* The app's call goes to the kernel in every case, so that its result and errno are the
+	 * kernel's own (a bad pointer, a value out of range). */
 	int r = st_real.setsockopt(fd, level, optname, val, len);
 	if (r != 0)
 		return r;
-	if (kind != ST_FD_TCP) {
+	int saved = errno;
+	if (kind == ST_FD_TCP || (app_wins() && kind == ST_FD_LISTENER)) {
+		/* Not tuned yet (listen() or connect() will see the bit: precedence=app leaves the
+		 * option alone, policy overwrites it and says so), or the app's own value wins. */
+		st_fd_set(fd, e | app_bit(i));
+	} else if (!app_wins()) {
+		/* A tuned socket and the policy wins: its value goes back at once.  The kernel took
+		 * the app's value, so that value was readable. */
 		struct st_err err;
 		if (opts[i].flags & F_STRING)
 			st_real.setsockopt(fd, level, optname, st_policy.congestion,
@@ -883,20 +972,16 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 			        optname == SO_RCVBUFFORCE ? SO_RCVBUF
 			        : optname == SO_SNDBUFFORCE ? SO_SNDBUF : optname,
 			        opts[i].label, want);
-	}
-	struct st_stats_file *sf = st_stats_file();
-	if (sf)
-		count(&sf->app_overrides_refused);
-	/* The kernel took the value, so it was readable. */
-	uint32_t bit = 1u << i;
-	if (!(atomic_fetch_or(&override_logged[kind], bit) & bit)) {
-		if (opts[i].flags & F_STRING)
-			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%.*s kept=%s",
-			       kind_names[kind], opts[i].name, (int)strnlen(val, len < 16 ? len : 16),
-			       (const char *)val, st_policy.congestion);
-		else if (len >= sizeof(int))
-			st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%d kept=%d",
-			       kind_names[kind], opts[i].name, *(const int *)val, want);
+		if (opts[i].flags & F_STRING) {
+			char name[16];
+			size_t n = strnlen(val, len < sizeof name - 1 ? len : sizeof name - 1);
+			memcpy(name, val, n);
+			name[n] = '\0';
+			st_sanitize(name, name, sizeof name);
+			note_override(kind, i, 0, name);
+		} else if (len >= sizeof(int)) {
+			note_override(kind, i, *(const int *)val, NULL);
+		}
 	}
 	errno = saved;
 	return r;
@@ -918,17 +1003,15 @@ void st_pid_init(void)
 	pthread_atfork(NULL, NULL, forked_child);
 }
 
-static int matters(uint64_t e)
-{
-	return ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK);
-}
-
+/* Only a listener's entry is worth a getpid(): a vfork child clearing a connection's
+ * quick-ack mark costs the parent nothing but a delayed ACK. */
 static int in_vfork_child(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
 	for (unsigned fd = first; fd < high && fd <= last; fd++)
-		if (matters(atomic_load_explicit(&m->ent[fd], memory_order_relaxed)))
+		if (ST_FD_KIND(atomic_load_explicit(&m->ent[fd], memory_order_relaxed)) ==
+		    ST_FD_LISTENER)
 			return getpid() != st_pid;
 	return 0;
 }
@@ -952,11 +1035,14 @@ void st_closing(unsigned first, unsigned last)
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
 	if (first >= high || in_vfork_child(first, last))
 		return;
+	/* the entry first, then its record back to the pool: an accept() in flight on another
+	 * thread never reads a record already handed to a new listener */
 	for (unsigned fd = first; fd < high && fd <= last; fd++) {
 		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
-		if (ST_FD_KIND(e) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT))
-			atomic_store(&listeners[(e >> ST_FD_REC_SHIFT) - 1].used, 0);
+		if (e) {
+			atomic_store_explicit(&m->ent[fd], 0, memory_order_release);
+			release_record(e);
+		}
 	}
-	st_fd_forget(first, last);
 	st_log_fd_closed(first, last);
 }

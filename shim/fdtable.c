@@ -40,6 +40,16 @@ static struct st_fdmap *fdmap_make(void)
 	return made;
 }
 
+/* close_range(3, ~0U) walks no further than the highest descriptor ever marked. */
+static void raise_high(struct st_fdmap *m, int fd)
+{
+	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
+	while ((unsigned)fd >= high &&
+	       !atomic_compare_exchange_weak_explicit(&m->high, &high, (unsigned)fd + 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 void st_fd_set(int fd, uint64_t v)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
@@ -52,33 +62,24 @@ void st_fd_set(int fd, uint64_t v)
 	}
 	if (fd < 0 || (unsigned)fd >= m->size)
 		return;
-	atomic_store_explicit(&m->ent[fd], v, memory_order_relaxed);
-	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
-	while ((unsigned)fd >= high &&
-	       !atomic_compare_exchange_weak_explicit(&m->high, &high, (unsigned)fd + 1,
-	                                              memory_order_relaxed, memory_order_relaxed))
-		;
+	atomic_store_explicit(&m->ent[fd], v, memory_order_release);
+	raise_high(m, fd);
+}
+
+int st_fd_cas(int fd, uint64_t *expect, uint64_t v)
+{
+	struct st_fdmap *m = fdmap_make();
+	if (!m || fd < 0 || (unsigned)fd >= m->size)
+		return 0;
+	if (!atomic_compare_exchange_strong_explicit(&m->ent[fd], expect, v, memory_order_acq_rel,
+	                                             memory_order_acquire))
+		return 0;
+	raise_high(m, fd);
+	return 1;
 }
 
 int st_fd_fits(int fd)
 {
 	struct st_fdmap *m = fdmap_make();
 	return m && fd >= 0 && (unsigned)fd < m->size;
-}
-
-void st_fd_forget(unsigned first, unsigned last)
-{
-	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
-	if (!m)
-		return;
-	/* close_range(3, ~0U) must not walk (and fault in) the whole table: stop at the
-	 * highest descriptor ever marked. */
-	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
-	if (high == 0 || first >= high)
-		return;
-	if (last >= high)
-		last = high - 1;
-	for (unsigned fd = first; fd <= last; fd++)
-		if (atomic_load_explicit(&m->ent[fd], memory_order_relaxed))
-			atomic_store_explicit(&m->ent[fd], 0, memory_order_relaxed);
 }

@@ -46,6 +46,7 @@ static void *load_sym(const char *name, void *ours, int optional)
 }
 
 ST_EXPORT int close_range(unsigned first, unsigned last, int flags);
+ST_EXPORT void closefrom(int lowfd);
 ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ST_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
 ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
@@ -71,6 +72,7 @@ static void init_once(void)
 	LOAD(accept4, "accept4", accept4, 0);
 	LOAD(close, "close", close, 0);
 	LOAD(close_range, "close_range", close_range, 1);
+	LOAD(closefrom, "closefrom", closefrom, 1);
 	LOAD(dup2, "dup2", dup2, 0);
 	LOAD(dup3, "dup3", dup3, 0);
 	LOAD(read, "read", read, 0);
@@ -101,7 +103,9 @@ static void init_once(void)
 void st_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	int saved = errno; /* the first hooked call's errno is the app's */
 	pthread_once(&once, init_once);
+	errno = saved;
 	atomic_store_explicit(&st_ready, 1, memory_order_release);
 }
 
@@ -185,21 +189,31 @@ ST_EXPORT int close(int fd)
 
 ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	if (!st_live() || !st_real.close_range) {
-		if (!st_real.close_range) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return st_real.close_range(first, last, flags);
+	if (!st_real.close_range) {
+		errno = ENOSYS;
+		return -1;
 	}
-	int r = st_real.close_range(first, last, flags);
-	/* CLOSE_RANGE_CLOEXEC (4) only marks the descriptors; they stay open. */
-	if (r == 0 && !(flags & 4)) {
+	/* Forget before closing, as close() does: once closed, another thread may get a number
+	 * back and mark it.  A call the kernel will refuse changes nothing; CLOSE_RANGE_CLOEXEC
+	 * (4) only marks the descriptors, they stay open. */
+	if (st_live() && first <= last && !(flags & ~(2 | 4)) && !(flags & 4)) {
 		int saved = errno;
 		st_closing(first, last);
 		errno = saved;
 	}
-	return r;
+	return st_real.close_range(first, last, flags);
+}
+
+/* glibc's closefrom() closes through an internal call the close_range() hook never sees. */
+ST_EXPORT void closefrom(int lowfd)
+{
+	if (st_live() && lowfd >= 0) {
+		int saved = errno;
+		st_closing((unsigned)lowfd, ~0u);
+		errno = saved;
+	}
+	if (st_real.closefrom)
+		st_real.closefrom(lowfd);
 }
 
 /* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old

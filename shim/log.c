@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,13 +55,27 @@ static void log_write(int fd, const char *buf, size_t len)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The log file's identity: the app may close our descriptor by a path the hooks do not
+ * see (fclose(), closefrom() inside libc) and get the number back for a socket; a line must
+ * never go there. */
+static dev_t log_dev;
+static ino_t log_ino;
+
+static int still_ours(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == log_dev && st.st_ino == log_ino;
+}
+
 static int log_open(void)
 {
 	if (!log_pattern)
 		return STDERR_FILENO;
 	long pid = getpid();
 	int fd = atomic_load(&log_fd);
-	if (fd >= 0 && atomic_load(&log_pid) == pid)
+	if (!still_ours(fd))
+		fd = -1;
+	else if (atomic_load(&log_pid) == pid || !strstr(log_pattern, "%p"))
 		return fd;
 
 	char path[sizeof st_policy.log_file + 24];
@@ -68,22 +83,33 @@ static int log_open(void)
 	if (st_expand_path(log_pattern, pid, path, sizeof path) == 0)
 		nfd = (int)syscall(SYS_openat, AT_FDCWD, path,
 		                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
-	if (nfd < 0) {
-		const char *pat = log_pattern;
+	struct stat st;
+	if (nfd < 0 || fstat(nfd, &st) != 0) {
+		char shown[256], why[128];
+		st_sanitize(log_pattern, shown, sizeof shown);
+		st_sanitize(strerror(errno), why, sizeof why);
 		log_pattern = NULL; /* from now on: stderr */
 		char line[768];
 		int n = snprintf(line, sizeof line,
 		                 "socktune pid=%ld level=warn event=log-file var=SOCKTUNE_LOG_FILE "
 		                 "path=\"%s\" error=\"%s\" action=stderr\n",
-		                 pid, pat, strerror(errno));
+		                 pid, shown, why);
 		if (n > 0)
 			log_write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 		return STDERR_FILENO;
 	}
-	int old = atomic_exchange(&log_fd, nfd);
+	/* Out of the app's way: a high number it is unlikely to dup2() onto or count on. */
+	int high = fcntl(nfd, F_DUPFD_CLOEXEC, 512);
+	if (high >= 0) {
+		syscall(SYS_close, nfd);
+		nfd = high;
+	}
+	log_dev = st.st_dev;
+	log_ino = st.st_ino;
 	atomic_store(&log_pid, pid);
-	if (old >= 0 && old != nfd)
-		syscall(SYS_close, old); /* a forked child's copy of the parent's file */
+	atomic_store(&log_fd, nfd);
+	if (fd >= 0 && fd != nfd)
+		syscall(SYS_close, fd); /* a forked child's copy of the parent's file */
 	return nfd;
 }
 
@@ -92,6 +118,15 @@ void st_log_fd_closed(unsigned first, unsigned last)
 	int fd = atomic_load(&log_fd);
 	if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last)
 		atomic_compare_exchange_strong(&log_fd, &fd, -1);
+}
+
+void st_sanitize(const char *s, char *out, size_t n)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		out[i] = (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20) ? '?' : s[i];
+	if (n)
+		out[i] = '\0';
 }
 
 void st_line_add(struct st_line *l, const char *fmt, ...)
@@ -138,15 +173,15 @@ void st_log_defer(const char *name, const char *value, const char *msg)
 		n_dropped++;
 		return;
 	}
-	char shown[201];
-	size_t i = 0;
-	for (; value[i] && i < sizeof shown - 1; i++) /* keep the line one logfmt line */
-		shown[i] = (value[i] == '"' || value[i] == '\\' || (unsigned char)value[i] < 0x20)
-		               ? '?' : value[i];
-	shown[i] = '\0';
+	char shown[201], var[64];
+	st_sanitize(value, shown, sizeof shown); /* keep the line one logfmt line */
+	st_sanitize(name, var, sizeof var);
+	for (char *c = var; *c; c++)
+		if (*c == ' ' || *c == '=')
+			*c = '?';
 	struct st_line *l = &deferred[n_deferred++];
 	l->n = 0;
-	st_line_add(l, "event=config var=%s value=\"%s\" error=\"%s\" action=ignored", name, shown,
+	st_line_add(l, "event=config var=%s value=\"%s\" error=\"%s\" action=ignored", var, shown,
 	            msg);
 }
 

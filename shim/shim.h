@@ -21,6 +21,7 @@ struct st_real {
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
 	int (*close_range)(unsigned, unsigned, int); /* NULL where libc lacks it */
+	void (*closefrom)(int);                      /* NULL where libc lacks it */
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	ssize_t (*read)(int, void *, size_t);
@@ -40,7 +41,8 @@ struct st_real {
 extern struct st_real st_real;
 extern struct st_policy st_policy;
 
-/* 1 once init ran and the policy is live; 0 when disabled (SOCKTUNE_DISABLE, AT_SECURE). */
+/* st_ready: 1 once init ran.  st_enabled: the policy is live (0 with SOCKTUNE_DISABLE or in
+ * secure-execution mode, where every hook passes straight through). */
 extern _Atomic int st_ready;
 extern int st_enabled;
 void st_init(void);
@@ -60,10 +62,11 @@ enum st_kind {
 	ST_FD_LISTENER,    /* a tuned listener; the high bits index its record */
 	ST_FD_CONN,        /* a connection accepted from a tuned listener */
 	ST_FD_CLIENT,      /* a tuned outgoing connection (SOCKTUNE_CLIENT) */
+	ST_FD_ADOPTING,    /* a listener being adopted by another thread right now */
 };
 #define ST_FD_KIND_MASK 0xfull
 #define ST_FD_QUICKACK 0x10ull  /* re-arm TCP_QUICKACK after every receive */
-#define ST_FD_APP_SHIFT 8       /* bits 8..39: options the app set itself (precedence=app) */
+#define ST_FD_APP_SHIFT 8       /* bits 8..: options the app set itself (one per governed option) */
 #define ST_FD_REC_SHIFT 48      /* bits 48..63: listener record + 1 */
 #define ST_FD_KIND(e) ((unsigned)((e) & ST_FD_KIND_MASK))
 
@@ -80,15 +83,16 @@ static inline uint64_t st_fd_get(int fd)
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	if (!m || fd < 0 || (unsigned)fd >= m->size)
 		return 0;
-	return atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+	return atomic_load_explicit(&m->ent[fd], memory_order_acquire); /* pairs with st_fd_set */
 }
 
-/* Set fd's entry, making the table on first use.  Descriptors beyond it stay untracked. */
+/* Set fd's entry, making the table on first use.  Descriptors beyond it stay untracked.
+ * Release order: whatever was written before (a listener's record) is seen with the entry. */
 void st_fd_set(int fd, uint64_t v);
+/* Replace fd's entry only if it still is *expect; returns 1 on success. */
+int st_fd_cas(int fd, uint64_t *expect, uint64_t v);
 /* Whether fd has a place in the table (made on first use). */
 int st_fd_fits(int fd);
-/* Forget descriptors [first, last] (close, close_range). */
-void st_fd_forget(unsigned first, unsigned last);
 
 /* ---- listeners (apply.c) ---- */
 #define ST_MAX_LISTENERS 1024
@@ -146,6 +150,9 @@ void st_log_defer(const char *name, const char *value, const char *msg);
 void st_log_flush_deferred(void);
 /* The log's own descriptor, so that close() of it by the app is noticed. */
 void st_log_fd_closed(unsigned first, unsigned last);
+/* Copy s into out (n bytes) with quotes, backslashes and control characters replaced, so
+ * that it stays inside one logfmt value.  in and out may be the same buffer. */
+void st_sanitize(const char *s, char *out, size_t n);
 
 /* A small line builder: logfmt key=value pairs appended to one buffer. */
 struct st_line {

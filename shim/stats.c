@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -19,16 +20,27 @@
 struct st_stats_file *st_stats;
 static _Atomic int stats_state; /* 0: not tried, 1: opening, 2: done (st_stats or failed) */
 
+static void stats_failed(const char *path, int err)
+{
+	char shown[256];
+	st_sanitize(path, shown, sizeof shown);
+	st_log(ST_LOG_WARN, "event=stats var=SOCKTUNE_STATS path=\"%s\" error=\"%s\" action=off",
+	       shown, strerror(err));
+}
+
+/* The file is made whole under a temporary name, then renamed over the path: never
+ * truncated in place, since another process (a second instance, an exec'd upgrade) may
+ * still have the old one mapped and would die of SIGBUS touching a counter. */
 static void stats_open(void)
 {
-	char path[sizeof st_policy.stats_file + 24];
+	char path[sizeof st_policy.stats_file + 24], tmp[sizeof path + 32];
 	if (st_expand_path(st_policy.stats_file, getpid(), path, sizeof path) != 0)
 		return;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-	                      O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, tmp,
+	                      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
-		st_log(ST_LOG_WARN, "event=stats var=SOCKTUNE_STATS path=\"%s\" error=\"%s\" action=off",
-		       path, strerror(errno));
+		stats_failed(tmp, errno);
 		return;
 	}
 	struct st_stats_file *f = MAP_FAILED;
@@ -37,8 +49,8 @@ static void stats_open(void)
 	int saved = errno;
 	syscall(SYS_close, fd);
 	if (f == MAP_FAILED) {
-		st_log(ST_LOG_WARN, "event=stats var=SOCKTUNE_STATS path=\"%s\" error=\"%s\" action=off",
-		       path, strerror(saved));
+		unlink(tmp);
+		stats_failed(path, saved);
 		return;
 	}
 	f->version = ST_STATS_VERSION;
@@ -49,15 +61,23 @@ static void stats_open(void)
 	f->listen_drops_start = st_netstat("ListenDrops");
 	long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/ns/net", f->netns, sizeof f->netns - 1);
 	f->netns[n > 0 ? n : 0] = '\0';
-	/* The magic last: a reader never takes a half-made file for a whole one. */
-	atomic_thread_fence(memory_order_release);
 	memcpy(f->magic, ST_STATS_MAGIC, sizeof f->magic);
+	if (rename(tmp, path) != 0) {
+		saved = errno;
+		unlink(tmp);
+		munmap(f, sizeof *f);
+		stats_failed(path, saved);
+		return;
+	}
 	st_stats = f;
-	st_log(ST_LOG_INFO, "event=stats path=\"%s\"", path);
+	char shown[256];
+	st_sanitize(path, shown, sizeof shown);
+	st_log(ST_LOG_INFO, "event=stats path=\"%s\"", shown);
 }
 
 /* The file, made with the first governed socket that has something to count.  Another
- * thread may be making it right now: that one event goes uncounted, nobody waits. */
+ * thread making it right now is waited for (a few syscalls; this is the listen() or
+ * override path, never the accept path). */
 struct st_stats_file *st_stats_file(void)
 {
 	if (!st_has(&st_policy, ST_V_STATS))
@@ -67,6 +87,8 @@ struct st_stats_file *st_stats_file(void)
 		stats_open();
 		atomic_store(&stats_state, 2);
 	}
+	for (int i = 0; i < 100000 && atomic_load(&stats_state) == 1; i++)
+		sched_yield();
 	return atomic_load(&stats_state) == 2 ? st_stats : NULL;
 }
 
@@ -127,8 +149,8 @@ void st_stats_sample(int slot, int lfd, int force)
 __attribute__((destructor)) static void stats_summary(void)
 {
 	struct st_stats_file *f = st_stats;
-	if (!f)
-		return;
+	if (!f || f->pid != getpid())
+		return; /* forked workers share the parent's file: the parent sums it up */
 	uint32_t n = atomic_load(&f->listeners_used);
 	long long overflows = st_netstat("ListenOverflows");
 	for (uint32_t i = 0; i < n && i < ST_STATS_LISTENERS; i++) {

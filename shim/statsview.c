@@ -26,6 +26,9 @@ static int load(const char *path, struct st_stats_file *f)
 		        path);
 		return -1;
 	}
+	f->netns[sizeof f->netns - 1] = '\0'; /* a damaged file must not make us read past */
+	for (int i = 0; i < ST_STATS_LISTENERS; i++)
+		f->listener[i].addr[sizeof f->listener[i].addr - 1] = '\0';
 	if (f->version != ST_STATS_VERSION || f->size != sizeof *f || n != (ssize_t)sizeof *f) {
 		fprintf(stderr,
 		        "socktune stats: %s: stats file version %u (%u bytes); this socktune reads "

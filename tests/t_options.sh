@@ -161,3 +161,18 @@ if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw -
 else
 	skip unprivileged "setpriv cannot drop CAP_NET_ADMIN here"
 fi
+
+# ---- a program that only makes outgoing connections, SOCKTUNE_CLIENT off: its own
+# setsockopt(TCP_NODELAY) is not an override of anything, and the library stays silent ----
+$PY -c '
+import socket, sys
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+import subprocess, os
+env = dict(os.environ, LD_PRELOAD=sys.argv[1], SOCKTUNE_NODELAY="1", SOCKTUNE_STATS=sys.argv[2])
+code = "import socket,sys; c=socket.socket(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0); c.connect((\"127.0.0.1\", int(sys.argv[1]))); print(c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))"
+r = subprocess.run(["/usr/bin/python3", "-c", code, str(l.getsockname()[1])], env=env, capture_output=True, text=True, timeout=10)
+print("nodelay=%s stderr=%r" % (r.stdout.strip(), r.stderr))
+' "$LIB" "$TMP/client-only.stats" >"$TMP/client-only.out" 2>&1
+r=$(cat "$TMP/client-only.out")
+check client-only.silent "$r" "$r" = "nodelay=0 stderr=''"
+check client-only.no-stats-file "a stats file appeared" ! -e "$TMP/client-only.stats"

@@ -88,7 +88,12 @@ if [ "${ST_SANITIZER:-}" = valgrind ]; then
 	skip library_fds "descriptor lists are valgrind's too under make valgrind"
 else
 check execfds_exit "exited $RC: $(cat "$TMP/execfds.err")" "$RC" = 0
-flags=$(sed -n 's/^libfd .*flags=//p' "$TMP/execfds.pre" | head -n 1)
+# the library's descriptor: the one the run without the library does not have
+plainfds=$(sed -n 's/^libfd fd=\([0-9]*\) .*/\1/p' "$TMP/execfds.plain")
+flags=""
+for l in $(sed -n 's/^libfd fd=\([0-9]*\) flags=\([0-7]*\).*/\1:\2/p' "$TMP/execfds.pre"); do
+	case " $(echo $plainfds) " in *" ${l%%:*} "*) ;; *) flags=${l#*:} ;; esac
+done
 nlib=$(grep -c '^libfd' "$TMP/execfds.pre")
 nplain=$(grep -c '^libfd' "$TMP/execfds.plain")
 check logfile_one_fd "$nlib descriptors beyond the test's own, $nplain without the library" \
