@@ -131,6 +131,16 @@ static inline void raise_nofile(void)
 	}
 }
 
+/* An int socket option as the kernel reports it, or -1. */
+static inline int sockopt_int(int fd, int level, int opt)
+{
+	int v = -1;
+	socklen_t len = sizeof v;
+	if (getsockopt(fd, level, opt, &v, &len) != 0)
+		return -1;
+	return v;
+}
+
 static inline int cmp_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;

@@ -106,15 +106,6 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
-static int get_int(int fd, int level, int opt)
-{
-	int v = -1;
-	socklen_t len = sizeof v;
-	if (getsockopt(fd, level, opt, &v, &len) != 0)
-		return -1;
-	return v;
-}
-
 static ssize_t receive(int fd, char *buf, size_t n, int how)
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = n};
@@ -132,8 +123,8 @@ static ssize_t receive(int fd, char *buf, size_t n, int how)
 static void serve(int cfd, int how)
 {
 	char buf[4096];
-	if ((want_nodelay >= 0 && get_int(cfd, IPPROTO_TCP, TCP_NODELAY) != want_nodelay) ||
-	    (want_rcvbuf >= 0 && get_int(cfd, SOL_SOCKET, SO_RCVBUF) != want_rcvbuf))
+	if ((want_nodelay >= 0 && sockopt_int(cfd, IPPROTO_TCP, TCP_NODELAY) != want_nodelay) ||
+	    (want_rcvbuf >= 0 && sockopt_int(cfd, SOL_SOCKET, SO_RCVBUF) != want_rcvbuf))
 		atomic_fetch_add(&untuned, 1);
 	long long deadline = now_us() + 10000000;
 	for (;;) {

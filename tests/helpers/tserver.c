@@ -31,15 +31,6 @@
 
 #include "common.h"
 
-static int get_int(int fd, int level, int opt)
-{
-	int v = -1;
-	socklen_t len = sizeof v;
-	if (getsockopt(fd, level, opt, &v, &len) != 0)
-		return -1;
-	return v;
-}
-
 /* tcpi_sacked on a listening socket is the backlog in force (after the somaxconn cut). */
 static long listen_backlog(int fd)
 {
@@ -129,8 +120,8 @@ int main(int argc, char **argv)
 	printf("PORT %u\n", bound);
 	if (!silent)
 		printf("LISTENER backlog=%ld rcvbuf=%d sndbuf=%d nodelay=%d\n", listen_backlog(lfd),
-		       get_int(lfd, SOL_SOCKET, SO_RCVBUF), get_int(lfd, SOL_SOCKET, SO_SNDBUF),
-		       get_int(lfd, IPPROTO_TCP, TCP_NODELAY));
+		       sockopt_int(lfd, SOL_SOCKET, SO_RCVBUF), sockopt_int(lfd, SOL_SOCKET, SO_SNDBUF),
+		       sockopt_int(lfd, IPPROTO_TCP, TCP_NODELAY));
 	fflush(stdout);
 
 	int *held = m_hold ? calloc((size_t)conns, sizeof *held) : NULL;
@@ -151,8 +142,8 @@ int main(int argc, char **argv)
 		}
 		if (!silent) {
 			printf("CONN i=%d rcvbuf=%d sndbuf=%d nodelay=%d backlog=%ld\n", i,
-			       get_int(cfd, SOL_SOCKET, SO_RCVBUF), get_int(cfd, SOL_SOCKET, SO_SNDBUF),
-			       get_int(cfd, IPPROTO_TCP, TCP_NODELAY), listen_backlog(lfd));
+			       sockopt_int(cfd, SOL_SOCKET, SO_RCVBUF), sockopt_int(cfd, SOL_SOCKET, SO_SNDBUF),
+			       sockopt_int(cfd, IPPROTO_TCP, TCP_NODELAY), listen_backlog(lfd));
 			fflush(stdout);
 		}
 		if (m_ka) {
