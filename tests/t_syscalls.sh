@@ -72,7 +72,11 @@ traced qa_accept 20 burst LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -m accept && 
 	q=$(grep -c 'setsockopt([0-9]*, SOL_TCP, TCP_QUICKACK' "$TMP/qa_accept.st")
 	check quickack_one_per_accept "20 accepts, no data: $q TCP_QUICKACK calls" "$q" -eq 20
 }
-# ... and one per receive that returned data (the connection is fd 4 in tserver -s)
+# ... and one per receive that returned data (the connection is fd 4 in tserver -s; under
+# make valgrind, valgrind's own reads of the files it loads use the low numbers too)
+if [ "${ST_SANITIZER:-}" = valgrind ]; then
+	skip quickack_one_per_receive "under valgrind, fd 4 in the trace is also valgrind's own"
+else
 traced qa_recv 1 split LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -m ka && {
 	q=$(grep -c 'setsockopt(4, SOL_TCP, TCP_QUICKACK' "$TMP/qa_recv.st")
 	reads=$(grep -c '^[0-9]*  *read(4, .* = [1-9][0-9]*$' "$TMP/qa_recv.st")
@@ -80,3 +84,4 @@ traced qa_recv 1 split LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -m ka && {
 	check quickack_one_per_receive "$reads reads with data (and $eof at EOF): $q TCP_QUICKACK calls, want $((reads + 1))" \
 		"$reads" -ge 10 -a "$q" -eq $((reads + 1))
 }
+fi
