@@ -286,6 +286,8 @@ static int app_wins(void)
 	       st_policy.num[ST_V_PRECEDENCE] == ST_PRECEDENCE_APP;
 }
 
+#define APP_BITS (((1ull << O_COUNT) - 1) << ST_FD_APP_SHIFT)
+
 static uint64_t app_bit(int i)
 {
 	return 1ull << (ST_FD_APP_SHIFT + i);
@@ -652,7 +654,10 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	L->stats_slot = st_stats_listener(fd, family, port, addr, adopting,
 	                                  eff[O_RCVBUF] == NOT_SET ? -1 : eff[O_RCVBUF],
 	                                  eff[O_SNDBUF] == NOT_SET ? -1 : eff[O_SNDBUF]);
-	st_fd_set(fd, ST_FD_LISTENER | (entry & (0xffffffffull << ST_FD_APP_SHIFT)) |
+	/* precedence=app: the options the app set stay the app's on this listener's
+	 * connections too (not checked, not set per connection); with policy they were
+	 * overwritten above and are the policy's like any other */
+	st_fd_set(fd, ST_FD_LISTENER | (app_wins() ? entry & APP_BITS : 0) |
 	                  ((uint64_t)(index + 1) << ST_FD_REC_SHIFT));
 	return TUNED;
 }
@@ -922,7 +927,7 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		st_line_add(&line, " quickack=1");
 	}
 	st_fd_set(fd, ST_FD_CLIENT | (quickack ? ST_FD_QUICKACK : 0) |
-	                  (e & (0xffffffffull << ST_FD_APP_SHIFT)));
+	                  (app_wins() ? e & APP_BITS : 0));
 
 	uint64_t bit = 1ull << (port % 64);
 	int first = !(atomic_fetch_or(&client_ports_seen[port / 64], bit) & bit);

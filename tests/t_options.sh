@@ -106,6 +106,10 @@ fi
 	serve prec_policy 4 1 --app-rcvbuf 65536 --app-nodelay-off
 	SOCKTUNE_PRECEDENCE=app serve prec_app 4 1 --app-rcvbuf 65536 --app-nodelay-off
 )
+# SO_PRIORITY is not inherited: the policy's value must reach each accepted socket even when
+# the app set its own on the listener first
+SOCKTUNE_PRIORITY=5 serve prec_prio 4 2 --app-priority 1
+expect precedence.policy.priority-per-connection "$TMP/prec_prio.out" 3 priority 5
 expect precedence.policy.rcvbuf "$TMP/prec_policy.out" 2 rcvbuf 2097152
 expect precedence.policy.nodelay "$TMP/prec_policy.out" 2 nodelay 1
 n=$(grep -c 'event=app-override' "$TMP/prec_policy.err")

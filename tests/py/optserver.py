@@ -10,6 +10,7 @@ p.add_argument("--count", type=int, default=1)
 p.add_argument("--backlog", type=int, default=5)
 p.add_argument("--app-rcvbuf", type=int, default=0)
 p.add_argument("--app-nodelay-off", action="store_true")
+p.add_argument("--app-priority", type=int, default=-1, help="SO_PRIORITY on the listener only")
 a = p.parse_args()
 
 fam = socket.AF_INET6 if a.family == "6" else socket.AF_INET
@@ -21,6 +22,8 @@ if a.app_rcvbuf:
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.app_rcvbuf)
 if a.app_nodelay_off:
     ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+if a.app_priority >= 0:
+    ls.setsockopt(socket.SOL_SOCKET, 12, a.app_priority)  # SO_PRIORITY
 ls.listen(a.backlog)
 ls.settimeout(20)
 
