@@ -9,6 +9,8 @@ host_of() {
 # ts_start NAME [VAR=value...] -- [tserver args...]: start tserver in the background with
 # the given environment (put LD_PRELOAD=$LIB there to preload), stdout in $TMP/NAME.out,
 # stderr in $TMP/NAME.err.  Sets TS_PID and TS_PORT; returns 1 when no PORT line came.
+# TS_CMD, when set, replaces the tserver command (words: a program and its first
+# arguments); TS_WRAP, when set, goes in front of it all (an strace command line, say).
 ts_start() {
 	_name=$1
 	shift
@@ -19,7 +21,7 @@ ts_start() {
 	done
 	[ "$1" = "--" ] && shift
 	# shellcheck disable=SC2086 # the environment words are split on purpose
-	env $_env "$BIN/tserver" "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
+	${TS_WRAP:-} env $_env ${TS_CMD:-"$BIN/tserver"} "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
 	TS_PID=$!
 	TS_PORT=""
 	wait_file "$TMP/$_name.out" '^PORT ' || return 1

@@ -25,21 +25,15 @@ os.execve(sys.argv[2], [sys.argv[2], "-L", str(s.fileno())] + sys.argv[3:], env)
 adopt() {
 	_n=$1 _fam=$2 _c=$3
 	shift 3
-	_env=""
-	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-		_env="$_env $1"
-		shift
-	done
-	[ "$1" = "--" ] && shift
-	# shellcheck disable=SC2086
-	env $_env "$PY" -c "$ADOPT" "$_fam" "$BIN/tserver" -n "$_c" -m hold "$@" \
-		>"$TMP/$_n.out" 2>"$TMP/$_n.err" &
-	TS_PID=$!
-	if ! wait_file "$TMP/$_n.out" '^PORT '; then
+	printf '%s' "$ADOPT" >"$TMP/adopt.py"
+	TS_CMD="$PY $TMP/adopt.py $_fam $BIN/tserver -n $_c -m hold"
+	ts_start "$_n" "$@"
+	_r=$?
+	unset TS_CMD
+	if [ $_r != 0 ]; then
 		fail "$_n" "no server: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	TS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_n.out")
 	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
 	ts_wait
 }

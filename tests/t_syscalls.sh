@@ -17,25 +17,19 @@ fi
 traced() {
 	_n=$1 _c=$2 _cl=$3
 	shift 3
-	_env=""
-	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-		_env="$_env $1"
-		shift
-	done
-	[ "$1" = "--" ] && shift
-	# shellcheck disable=SC2086
-	strace -f -qq -e trace=setsockopt,getsockopt,read,recvfrom -o "$TMP/$_n.st" \
-		env $_env "$BIN/tserver" -s -n "$_c" "$@" >"$TMP/$_n.out" 2>"$TMP/$_n.err" &
-	TS_PID=$!
-	if ! wait_file "$TMP/$_n.out" '^PORT '; then
+	TS_WRAP="strace -f -qq -e trace=setsockopt,getsockopt,read,recvfrom -o $TMP/$_n.st"
+	TS_CMD="$BIN/tserver -s -n $_c"
+	ts_start "$_n" "$@"
+	_r=$?
+	unset TS_WRAP TS_CMD
+	if [ $_r != 0 ]; then
 		fail "$_n" "no server: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	_port=$(sed -n 's/^PORT //p' "$TMP/$_n.out")
 	if [ "$_cl" = burst ]; then
-		"$BIN/kaclient" burst -n "$_c" -T 5 127.0.0.1 "$_port" >/dev/null
+		"$BIN/kaclient" burst -n "$_c" -T 5 127.0.0.1 "$TS_PORT" >/dev/null
 	else
-		"$BIN/kaclient" split -n 10 -T 10 127.0.0.1 "$_port" >/dev/null
+		"$BIN/kaclient" split -n 10 -T 10 127.0.0.1 "$TS_PORT" >/dev/null
 	fi
 	ts_wait
 }
