@@ -947,7 +947,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	int i = opt_lookup(level, optname);
 	int want;
 
-	if (kind < ST_FD_TCP || i < 0 || !opt_want(i, &want) || dry_run())
+	if (kind < ST_FD_TCP || kind == ST_FD_ADOPTING || i < 0 || !opt_want(i, &want) ||
+	    dry_run())
 		return st_real.setsockopt(fd, level, optname, val, len);
 	if ((kind == ST_FD_CONN || kind == ST_FD_CLIENT) && (opts[i].flags & F_LISTENER_ONLY))
 		return st_real.setsockopt(fd, level, optname, val, len);
