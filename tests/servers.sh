@@ -29,6 +29,21 @@ ts_start() {
 	[ -n "$TS_PORT" ]
 }
 
+# ts_serve NAME FAMILY CONNS [VAR=value...] -- [tserver args]: ts_start, then CONNS
+# connections from kaclient (its line in $TMP/NAME.client), then ts_wait.  Fails the test
+# NAME when the server does not come up.
+ts_serve() {
+	_sn=$1 _sfam=$2 _sc=$3
+	shift 3
+	if ! ts_start "$_sn" "$@"; then
+		fail "$_sn" "tserver did not start: $(cat "$TMP/$_sn.err")"
+		return 1
+	fi
+	"$BIN/kaclient" burst -n "$_sc" -T 5 "$(host_of "$_sfam")" "$TS_PORT" >"$TMP/$_sn.client"
+	ts_wait
+	return 0
+}
+
 # ts_wait: wait for the last tserver (bounded: tserver gives up by itself after -t s).
 ts_wait() {
 	wait "$TS_PID" 2>/dev/null

@@ -10,12 +10,7 @@
 run() {
 	_n=$1 _fam=$2
 	shift 2
-	if ! ts_start "$_n" "$@"; then
-		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
-		return 1
-	fi
-	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
-	ts_wait
+	ts_serve "$_n" "$_fam" 1 "$@"
 }
 
 # only_known_stdout NAME: tserver's stdout holds its own lines and nothing else.

@@ -13,13 +13,7 @@ trap '[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null; for p in $(jobs -p); do ki
 run() {
 	_n=$1 _fam=$2
 	shift 2
-	if ! ts_start "$_n" "$@"; then
-		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
-		return 1
-	fi
-	"$BIN/kaclient" burst -n 2 -T 5 "$(host_of "$_fam")" "$TS_PORT" >"$TMP/$_n.client"
-	ts_wait
-	return 0
+	ts_serve "$_n" "$_fam" 2 "$@"
 }
 
 # same NAME WHAT A B: PASS when A = B (and both are not empty).
