@@ -2,7 +2,9 @@
  * listener (or an outgoing connection), read back what the kernel made of them, explain
  * every clamp, and do the little that must be done per accepted connection. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,6 +12,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -141,6 +145,8 @@ struct st_listener {
 	_Atomic uint32_t percon; /* options applied per accepted connection */
 	_Atomic int queued;      /* adopted: connections that were queued before the tuning */
 	int family;
+	int fd;             /* the number it was tuned under, and the socket's inode: a record */
+	unsigned long ino;  /* whose number now names something else is reclaimed when full */
 	int stats_slot; /* SOCKTUNE_STATS slot, or -1 */
 	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
 };
@@ -301,20 +307,36 @@ static void release_record(uint64_t e);
  * then the old listener's record back to the pool. */
 static void replace_entry(int fd, uint64_t v)
 {
-	uint64_t old = st_fd_get(fd);
-	if (old == v)
+	if (st_fd_get(fd) == v)
 		return;
-	st_fd_set(fd, v);
-	release_record(old);
+	if (!atomic_load_explicit(&st_fdmap, memory_order_acquire))
+		st_fd_set(fd, v); /* makes the table: nothing was there */
+	else
+		release_record(st_fd_xchg(fd, v));
 }
+
+/* An entry can outlive its socket: closed where no hook sees it (fclose(fdopen(fd)), a raw
+ * syscall, a child made by _Fork()) and the number reused by something made without
+ * socket() or accept().  Before the policy touches a socket on one of the app's own rare
+ * calls (setsockopt, a second listen()), one getsockopt proves it is TCP still: only a TCP
+ * socket has TCP_NODELAY.  A stale entry is dropped (with its record). */
+static int still_tcp(int fd, uint64_t e)
+{
+	int v;
+	if (get_int(fd, IPPROTO_TCP, TCP_NODELAY, &v) == 0)
+		return 1;
+	if (st_fd_cas(fd, &e, ST_FD_UNKNOWN))
+		release_record(e);
+	return 0;
+}
+
 
 void st_socket_made(int fd, int domain, int type, int protocol)
 {
 	if (in_scope(domain, type, protocol))
 		replace_entry(fd, ST_FD_TCP);
-	else if (atomic_load_explicit(&st_fdmap, memory_order_relaxed) &&
-	         st_fd_get(fd) != ST_FD_IGNORED)
-		st_fd_set(fd, ST_FD_IGNORED); /* only once a table exists: UDP alone makes none */
+	else if (atomic_load_explicit(&st_fdmap, memory_order_relaxed))
+		replace_entry(fd, ST_FD_IGNORED); /* only once a table exists: UDP alone makes none */
 }
 
 /* The backlog the policy wants for the app's.  listen(fd, -1) (any negative) asks for the
@@ -345,7 +367,27 @@ static int backlog_governed(void)
 	       st_has(&st_policy, ST_V_BACKLOG_MAX);
 }
 
-static struct st_listener *listener_alloc(unsigned *index)
+/* A record whose listener was closed where no hook saw it (a raw syscall, a close inside
+ * libc) while its number now names something else (a file, a pipe, another socket made
+ * without socket()): its entry still points at it, so it was never freed.  Checked only
+ * when every record is taken. */
+static void reclaim_records(void)
+{
+	for (unsigned i = 0; i < ST_MAX_LISTENERS; i++) {
+		struct st_listener *L = &listeners[i];
+		if (!atomic_load(&L->used))
+			continue;
+		uint64_t e = st_fd_get(L->fd);
+		struct stat st;
+		if (record_of(e) != L || (fstat(L->fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+		                          (unsigned long)st.st_ino == L->ino))
+			continue;
+		if (st_fd_cas(L->fd, &e, ST_FD_UNKNOWN))
+			release_record(e); /* the one who took the entry frees the record */
+	}
+}
+
+static struct st_listener *take_record(unsigned *index)
 {
 	for (unsigned i = 0; i < ST_MAX_LISTENERS; i++) {
 		int expect = 0;
@@ -358,6 +400,16 @@ static struct st_listener *listener_alloc(unsigned *index)
 		}
 	}
 	return NULL;
+}
+
+static struct st_listener *listener_alloc(unsigned *index)
+{
+	struct st_listener *L = take_record(index);
+	if (!L) {
+		reclaim_records();
+		L = take_record(index);
+	}
+	return L;
 }
 
 /* Messages that would repeat for every socket are said once per process. */
@@ -640,6 +692,9 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	memcpy(L->eff, eff, sizeof eff);
 	L->family = family;
+	struct stat st;
+	L->fd = fd;
+	L->ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
 	/* An adopted listener may hold connections that completed their handshake before its
 	 * options were set: they inherited the old values.  Count them (after the options were
 	 * set, so the count errs on the safe side); accept() gives them the options itself and
@@ -667,10 +722,15 @@ int st_listen(int fd, int backlog)
 	uint64_t e = st_fd_get(fd);
 	unsigned kind = ST_FD_KIND(e);
 
-	if (kind == ST_FD_LISTENER) /* listen() again: only the backlog changes */
-		return st_real.listen(fd, backlog_governed() && !dry_run() ? want_backlog(backlog)
-		                                                           : backlog);
 	int saved = errno;
+	if (kind == ST_FD_LISTENER && backlog_governed() && !dry_run() && still_tcp(fd, e)) {
+		errno = saved; /* listen() again: only the backlog changes */
+		return st_real.listen(fd, want_backlog(backlog));
+	}
+	if (kind == ST_FD_LISTENER) {
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
 	    kind == ST_FD_ADOPTING ||
 	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
@@ -684,8 +744,13 @@ int st_listen(int fd, int backlog)
 	struct tcp_info ti;
 	socklen_t len = sizeof ti;
 	memset(&ti, 0, sizeof ti);
-	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-	    ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
+	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+		/* no TCP socket any more: the entry outlived its socket (see still_tcp) */
+		replace_entry(fd, ST_FD_UNKNOWN);
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
@@ -709,20 +774,65 @@ static uint64_t adopt(int lfd, uint64_t e)
 	/* One thread adopts; the others accepting on it meanwhile wait for that (a few
 	 * syscalls), a bounded number of times. */
 	if (ST_FD_KIND(e) != ST_FD_ADOPTING && st_fd_cas(lfd, &e, ST_FD_ADOPTING)) {
-		int listening, result;
-		if (is_tcp_socket(lfd) && get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 &&
-		    listening)
+		int listening = 0, tcp = is_tcp_socket(lfd), result;
+		if (tcp && get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 && listening)
 			tune_listener(lfd, -1, 1, &result);
-		e = st_fd_get(lfd);
-		if (ST_FD_KIND(e) == ST_FD_ADOPTING) { /* not a TCP listener, or tuning failed */
-			e = ST_FD_IGNORED;
-			st_fd_set(lfd, e);
-		}
-		return e;
+		/* Still ours: not a TCP listener, or its tuning failed.  A TCP socket that is not
+		 * listening keeps its entry: an accept() that was blocked on a listener when it was
+		 * closed returns after its number went to a new socket(), which is tuned at its
+		 * own listen(). */
+		uint64_t adopting = ST_FD_ADOPTING;
+		st_fd_cas(lfd, &adopting, tcp && !listening ? e : ST_FD_IGNORED);
+		return st_fd_get(lfd);
 	}
 	for (int i = 0; i < 100000 && ST_FD_KIND(e = st_fd_get(lfd)) == ST_FD_ADOPTING; i++)
 		sched_yield();
 	return e;
+}
+
+/* Listeners inherited at exec (socket activation, a supervisor, an upgrade handing its
+ * sockets on) are found at start, so that a server which accepts them only through
+ * io_uring (no accept() hook ever runs) still gets the listener options.  One bounded pass
+ * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets. */
+static int inherited_scanned; /* the scan ran: a listener not found by it is none of ours */
+
+void st_adopt_inherited(void)
+{
+	if (!tunes_listeners()) {
+		inherited_scanned = 1; /* nothing to tune, nothing to adopt */
+		return;
+	}
+	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return; /* no /proc: listeners are adopted at their first accept instead */
+	char buf[1024];
+	long n;
+	int seen = 0;
+	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		for (long o = 0; o < n; seen++) {
+			struct dirent64 *d = (struct dirent64 *)(buf + o);
+			o += d->d_reclen;
+			long fd = 0;
+			const char *c = d->d_name;
+			for (; *c >= '0' && *c <= '9' && fd < INT_MAX / 10; c++)
+				fd = fd * 10 + (*c - '0');
+			struct stat st;
+			int listening;
+			if (*c || c == d->d_name || fd == dir || fstat((int)fd, &st) != 0 ||
+			    !S_ISSOCK(st.st_mode) || get_int((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening) ||
+			    !listening || st_fd_get((int)fd) || !is_tcp_socket((int)fd) || !st_fd_fits((int)fd))
+				continue;
+			uint64_t e = ST_FD_UNKNOWN;
+			int result;
+			if (st_fd_cas((int)fd, &e, ST_FD_ADOPTING)) {
+				tune_listener((int)fd, -1, 1, &result);
+				e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
+				st_fd_cas((int)fd, &e, ST_FD_IGNORED);
+			}
+		}
+	}
+	syscall(SYS_close, dir);
+	inherited_scanned = 1;
 }
 
 /* On the first connection accepted from a listener, check that the kernel copied each
@@ -801,6 +911,11 @@ void st_accepted(int lfd, int cfd)
 
 	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP || kind == ST_FD_ADOPTING;
 	if (adopted_now) {
+		/* No table: the process made no TCP socket and inherited no TCP listener (the scan
+		 * at start found none), so this is no listener of ours (a UNIX socket server pays
+		 * nothing). */
+		if (!atomic_load_explicit(&st_fdmap, memory_order_acquire) && inherited_scanned)
+			return;
 		if (!st_fd_fits(lfd))
 			return; /* beyond the table: nothing can be remembered, so nothing is adopted */
 		kind = ST_FD_KIND(e = adopt(lfd, e)); /* cfd itself was made before the tuning */
@@ -843,13 +958,14 @@ void st_rearm_quickack(int fd)
 {
 	int saved = errno;
 	int one = 1;
+	uint64_t e = st_fd_get(fd);
 	if (st_real.setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) == 0) {
 		if (st_stats)
 			count(&st_stats->quickack_rearms);
 	} else if (errno == EBADF || errno == ENOTSOCK) {
-		st_fd_set(fd, 0); /* closed behind our back; the number now names something else */
+		st_fd_cas(fd, &e, 0); /* closed behind our back; the number now names something else */
 	} else {
-		st_fd_set(fd, st_fd_get(fd) & ~ST_FD_QUICKACK); /* refused: stop trying */
+		st_fd_cas(fd, &e, e & ~ST_FD_QUICKACK); /* refused (not TCP any more): stop trying */
 	}
 	errno = saved;
 }
@@ -864,13 +980,14 @@ int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!opt_want(O_REUSEPORT, &want) || dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
 	    (app_wins() && (e & app_bit(O_REUSEPORT))))
 		return st_real.bind(fd, addr, len);
+	/* an inet address, or the entry outlived its socket (see still_tcp) */
+	if (copy_addr(addr, len, &ss) != 0) {
+		errno = saved;
+		return st_real.bind(fd, addr, len);
+	}
 	if (st_has(&st_policy, ST_V_PORTS)) {
 		char text[INET6_ADDRSTRLEN + 10];
 		unsigned port;
-		if (copy_addr(addr, len, &ss) != 0) {
-			errno = saved;
-			return st_real.bind(fd, addr, len);
-		}
 		format_addr((struct sockaddr *)&ss, text, sizeof text, &port);
 		if (!st_port_in(st_policy.ports, port))
 			return st_real.bind(fd, addr, len);
@@ -939,7 +1056,6 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 /* ---- the app's own setsockopt() on a governed socket ---- */
 
-
 int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len)
 {
 	uint64_t e = st_fd_get(fd);
@@ -961,6 +1077,10 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	if (r != 0)
 		return r;
 	int saved = errno;
+	if (!still_tcp(fd, e)) {
+		errno = saved;
+		return r;
+	}
 	if (kind == ST_FD_TCP || (app_wins() && kind == ST_FD_LISTENER)) {
 		/* Not tuned yet (listen() or connect() will see the bit: precedence=app leaves the
 		 * option alone, policy overwrites it and says so), or the app's own value wins. */
@@ -994,8 +1114,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 }
 
 /* A vfork() child shares our memory until it execs: its close() of an inherited listener
- * or connection must not clear the parent's entries.  Only entries whose loss would
- * matter (a listener, a quick-ack connection) pay the getpid() that tells. */
+ * or quick-ack connection must not clear the parent's entries.  Only entries whose loss
+ * would matter pay the getpid() that tells. */
 static pid_t st_pid;
 
 static void forked_child(void)
@@ -1009,16 +1129,36 @@ void st_pid_init(void)
 	pthread_atfork(NULL, NULL, forked_child);
 }
 
-/* Only a listener's entry is worth a getpid(): a vfork child clearing a connection's
- * quick-ack mark costs the parent nothing but a delayed ACK. */
+/* Another pid than ours: a vfork() child (our memory), or a child made by _Fork() or
+ * clone(), which skip the atfork handler (a copy of it, with our stale pid).  kcmp tells
+ * the two apart; a copy takes its own pid from then on.  When kcmp cannot say (an old
+ * kernel, no permission), the entries are left alone as in a vfork child. */
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
+static int shares_our_memory(void)
+{
+	pid_t me = getpid();
+	if (me == st_pid)
+		return 0;
+	long r = syscall(SYS_kcmp, me, st_pid, KCMP_VM, 0, 0);
+	if (r > 0) {
+		st_pid = me; /* a copy: writing it changes nothing in the parent */
+		return 0;
+	}
+	return 1;
+}
+
+/* Whether [first, last] holds an entry a vfork child must not clear. */
 static int in_vfork_child(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
-	for (unsigned fd = first; fd < high && fd <= last; fd++)
-		if (ST_FD_KIND(atomic_load_explicit(&m->ent[fd], memory_order_relaxed)) ==
-		    ST_FD_LISTENER)
-			return getpid() != st_pid;
+	for (unsigned fd = first; fd < high && fd <= last; fd++) {
+		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+		if (ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK))
+			return shares_our_memory();
+	}
 	return 0;
 }
 
@@ -1043,12 +1183,8 @@ void st_closing(unsigned first, unsigned last)
 		return;
 	/* the entry first, then its record back to the pool: an accept() in flight on another
 	 * thread never reads a record already handed to a new listener */
-	for (unsigned fd = first; fd < high && fd <= last; fd++) {
-		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
-		if (e) {
-			atomic_store_explicit(&m->ent[fd], 0, memory_order_release);
-			release_record(e);
-		}
-	}
+	for (unsigned fd = first; fd < high && fd <= last; fd++)
+		if (atomic_load_explicit(&m->ent[fd], memory_order_relaxed))
+			release_record(atomic_exchange_explicit(&m->ent[fd], 0, memory_order_acq_rel));
 	st_log_fd_closed(first, last);
 }

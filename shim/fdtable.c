@@ -83,3 +83,14 @@ int st_fd_fits(int fd)
 	struct st_fdmap *m = fdmap_make();
 	return m && fd >= 0 && (unsigned)fd < m->size;
 }
+
+uint64_t st_fd_xchg(int fd, uint64_t v)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (!m || fd < 0 || (unsigned)fd >= m->size)
+		return 0;
+	uint64_t old = atomic_exchange_explicit(&m->ent[fd], v, memory_order_acq_rel);
+	if (v)
+		raise_high(m, fd);
+	return old;
+}

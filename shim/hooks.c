@@ -10,14 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
 
 #define ST_EXPORT __attribute__((visibility("default")))
 
-struct st_real st_real;
 struct st_policy st_policy;
 _Atomic int st_ready;
 int st_enabled;
@@ -63,9 +64,17 @@ static void on_config_error(void *ctx, const char *name, const char *value, cons
 
 static void init_once(void)
 {
-#define LOAD(field, name, hook, optional) \
-	st_real.field = (__typeof__(st_real.field))load_sym(name, (void *)(hook), optional)
+	/* One pointer store each: a signal handler on this thread sees either the raw
+	 * fallback (shim/raw.c) or libc's function, both right.  An optional symbol libc lacks
+	 * keeps its fallback. */
+#define LOAD(field, name, hook, optional)                                          \
+	do {                                                                       \
+		void *sym_ = load_sym(name, (void *)(hook), optional);             \
+		if (sym_)                                                          \
+			st_real.field = (__typeof__(st_real.field))sym_;           \
+	} while (0)
 	LOAD(socket, "socket", socket, 0);
+	LOAD(socketpair, "socketpair", socketpair, 0);
 	LOAD(bind, "bind", bind, 0);
 	LOAD(listen, "listen", listen, 0);
 	LOAD(accept, "accept", accept, 0);
@@ -98,15 +107,31 @@ static void init_once(void)
 	st_log_init(&st_policy);
 	st_pid_init();
 	st_enabled = 1;
+	st_adopt_inherited();
 }
 
-void st_init(void)
+/* Init runs once, on the first thread that gets here.  That thread may re-enter a hook
+ * before init is over (a signal handler that calls close(), an allocator that reads a file
+ * while dlsym runs): such a call passes straight through to the fallbacks in st_real, where
+ * waiting for init would wait for itself.  Other threads wait for init, a bounded time. */
+static _Atomic long init_owner; /* tid of the thread running init; 0 before */
+
+int st_init(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int saved = errno; /* the first hooked call's errno is the app's */
-	pthread_once(&once, init_once);
+	long me = syscall(SYS_gettid), expect = 0;
+	int live = 0;
+	if (atomic_compare_exchange_strong(&init_owner, &expect, me)) {
+		init_once();
+		atomic_store_explicit(&st_ready, 1, memory_order_release);
+		live = st_enabled;
+	} else if (expect != me) {
+		for (int i = 0; i < 100000 && !atomic_load_explicit(&st_ready, memory_order_acquire); i++)
+			sched_yield();
+		live = atomic_load_explicit(&st_ready, memory_order_acquire) && st_enabled;
+	}
 	errno = saved;
-	atomic_store_explicit(&st_ready, 1, memory_order_release);
+	return live;
 }
 
 __attribute__((constructor)) static void st_constructor(void)
@@ -126,6 +151,21 @@ ST_EXPORT int socket(int domain, int type, int protocol)
 		errno = saved;
 	}
 	return fd;
+}
+
+/* Never a governed socket, but its numbers may carry a stale entry (a descriptor closed
+ * where no hook saw it): they are cleared like any new socket's. */
+ST_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	int live = st_live();
+	int r = st_real.socketpair(domain, type, protocol, sv);
+	if (live && r == 0) {
+		int saved = errno;
+		st_socket_made(sv[0], domain, type, protocol);
+		st_socket_made(sv[1], domain, type, protocol);
+		errno = saved;
+	}
+	return r;
 }
 
 ST_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
@@ -189,10 +229,6 @@ ST_EXPORT int close(int fd)
 
 ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	if (!st_real.close_range) {
-		errno = ENOSYS;
-		return -1;
-	}
 	/* Forget before closing, as close() does: once closed, another thread may get a number
 	 * back and mark it.  A call the kernel will refuse changes nothing; CLOSE_RANGE_CLOEXEC
 	 * (4) only marks the descriptors, they stay open. */
@@ -212,8 +248,7 @@ ST_EXPORT void closefrom(int lowfd)
 		st_closing((unsigned)lowfd, ~0u);
 		errno = saved;
 	}
-	if (st_real.closefrom)
-		st_real.closefrom(lowfd);
+	st_real.closefrom(lowfd);
 }
 
 /* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old
@@ -284,7 +319,7 @@ ST_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	st_live();
-	ssize_t r = st_real.read_chk ? st_real.read_chk(fd, buf, n, buflen) : st_real.read(fd, buf, n);
+	ssize_t r = st_real.read_chk(fd, buf, n, buflen);
 	st_after_receive(fd, r);
 	return r;
 }
@@ -292,8 +327,7 @@ ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 ST_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
 	st_live();
-	ssize_t r = st_real.recv_chk ? st_real.recv_chk(fd, buf, n, buflen, flags)
-	                             : st_real.recv(fd, buf, n, flags);
+	ssize_t r = st_real.recv_chk(fd, buf, n, buflen, flags);
 	st_after_receive(fd, r);
 	return r;
 }
@@ -302,8 +336,7 @@ ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int
                                  struct sockaddr *addr, socklen_t *len)
 {
 	st_live();
-	ssize_t r = st_real.recvfrom_chk ? st_real.recvfrom_chk(fd, buf, n, buflen, flags, addr, len)
-	                                 : st_real.recvfrom(fd, buf, n, flags, addr, len);
+	ssize_t r = st_real.recvfrom_chk(fd, buf, n, buflen, flags, addr, len);
 	st_after_receive(fd, r);
 	return r;
 }

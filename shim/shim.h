@@ -12,16 +12,18 @@
 
 #include "socktune.h"
 
-/* ---- the real functions (hooks.c resolves them once, with dlsym(RTLD_NEXT)) ---- */
+/* ---- the real functions: raw system calls until hooks.c resolves libc's once, with
+ * dlsym(RTLD_NEXT) (shim/raw.c); never NULL ---- */
 struct st_real {
 	int (*socket)(int, int, int);
+	int (*socketpair)(int, int, int, int[2]);
 	int (*bind)(int, const struct sockaddr *, socklen_t);
 	int (*listen)(int, int);
 	int (*accept)(int, struct sockaddr *, socklen_t *);
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
-	int (*close_range)(unsigned, unsigned, int); /* NULL where libc lacks it */
-	void (*closefrom)(int);                      /* NULL where libc lacks it */
+	int (*close_range)(unsigned, unsigned, int); /* the system call where libc lacks it */
+	void (*closefrom)(int);                      /* the system call where libc lacks it */
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	ssize_t (*read)(int, void *, size_t);
@@ -29,10 +31,9 @@ struct st_real {
 	ssize_t (*recv)(int, void *, size_t, int);
 	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
-	ssize_t (*read_chk)(int, void *, size_t, size_t);                /* glibc only */
-	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);           /* glibc only */
-	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
-	                        socklen_t *);                            /* glibc only */
+	ssize_t (*read_chk)(int, void *, size_t, size_t);      /* glibc's, else the check + call */
+	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
+	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*setsockopt)(int, int, int, const void *, socklen_t);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
@@ -45,12 +46,14 @@ extern struct st_policy st_policy;
  * secure-execution mode, where every hook passes straight through). */
 extern _Atomic int st_ready;
 extern int st_enabled;
-void st_init(void);
+/* Runs init once; returns whether the policy is live for this call (0 on the thread that
+ * runs init when it re-enters a hook). */
+int st_init(void);
 
 static inline int st_live(void)
 {
 	if (__builtin_expect(!atomic_load_explicit(&st_ready, memory_order_acquire), 0))
-		st_init();
+		return st_init();
 	return st_enabled;
 }
 
@@ -91,6 +94,10 @@ static inline uint64_t st_fd_get(int fd)
 void st_fd_set(int fd, uint64_t v);
 /* Replace fd's entry only if it still is *expect; returns 1 on success. */
 int st_fd_cas(int fd, uint64_t *expect, uint64_t v);
+/* Swap fd's entry for v (no table made; 0 when there is none), returning the old one: the
+ * one way an entry that holds a listener record is removed, so exactly one caller gets the
+ * record to free. */
+uint64_t st_fd_xchg(int fd, uint64_t v);
 /* Whether fd has a place in the table (made on first use). */
 int st_fd_fits(int fd);
 
@@ -105,6 +112,8 @@ int st_listen(int fd, int backlog);
 int st_bind(int fd, const struct sockaddr *addr, socklen_t len);
 int st_connect(int fd, const struct sockaddr *addr, socklen_t len);
 int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len);
+/* At init: tune the TCP listeners inherited at exec. */
+void st_adopt_inherited(void);
 /* After a successful accept()/accept4() on lfd returned cfd. */
 void st_accepted(int lfd, int cfd);
 /* After a receive call returned data on a connection marked for quick-ack. */

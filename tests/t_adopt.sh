@@ -1,9 +1,12 @@
 #!/bin/sh
 # Adoption: a listening socket the process did not make through the hooks (here: made by
-# python, inherited across exec) is tuned at its first accept(): event=adopt, its backlog
-# changed (TCP_INFO) and accepted sockets carry the options.  The first connection predates
-# the tuning, so it is no evidence that the kernel does not copy the options: later
-# connections must not pay per-connection syscalls for it, nor the log cry wolf.
+# python, inherited across exec) is tuned at start, by the library's scan of the inherited
+# descriptors: event=adopt, its backlog changed (TCP_INFO) before the first accept, and
+# accepted sockets carry the options, also when the server accepts only through io_uring
+# (no accept() hook runs).  Without /proc the listener is adopted at its first accept(),
+# whose connection predates the tuning: no evidence that the kernel does not copy the
+# options, so later connections must not pay per-connection syscalls for it, nor the log cry
+# wolf.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/servers.sh"
 
@@ -50,14 +53,80 @@ for fam in 4 6; do
 	check ${n}_log_keys "adopt line: $line" "$(field "$line" backlog.app)" = 5 \
 		-a "$(field "$line" backlog.want)" = 300 -a "$(field "$line" backlog.effective)" = 300 \
 		-a "$(field "$line" nodelay)" = 1
-	check ${n}_before "listener before the first accept: $(grep LISTENER "$TMP/$n.out")" \
-		"$(ts_val $n LISTENER backlog)" = 5 -a "$(ts_val $n LISTENER nodelay)" = 0
+	check ${n}_at_start "listener before the first accept: $(grep LISTENER "$TMP/$n.out")" \
+		"$(ts_val $n LISTENER backlog)" = 300 -a "$(ts_val $n LISTENER nodelay)" = 1
 	for i in 1 2 3; do
 		check ${n}_conn$i "accepted socket $i: $(grep CONN "$TMP/$n.out" | sed -n ${i}p)" \
 			"$(ts_val $n CONN backlog $i)" = 300 -a "$(ts_val $n CONN nodelay $i)" = 1
 	done
 	check ${n}_no_false_inherit_warning "the connection accepted before the tuning is reported as a kernel that does not copy options: $(grep event=inherit "$TMP/$n.err")" \
 		"$(count_lines "$TMP/$n.err" event=inherit)" -eq 0
+done
+
+# no /proc (a private mount namespace with an empty /proc): no scan at start, the listener
+# is adopted at its first accept, as before
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	for fam in 4 6; do
+		n=adopt_noproc_v$fam
+		printf '%s' "$ADOPT" >"$TMP/adopt.py"
+		env ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 unshare -m sh -c \
+			'mount -t tmpfs none /proc && exec "$@"' sh $PY "$TMP/adopt.py" $fam "$BIN/tserver" -n 2 -m hold \
+			>"$TMP/$n.out" 2>"$TMP/$n.err" &
+		TS_PID=$!
+		if wait_file "$TMP/$n.out" '^PORT '; then
+			"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null
+			ts_wait
+			check $n "before the first accept: $(grep LISTENER "$TMP/$n.out"); after: $(grep CONN "$TMP/$n.out" | tail -n 1); $(cat "$TMP/$n.err")" \
+				"$(ts_val $n LISTENER backlog)" = 5 -a "$(ts_val $n CONN backlog 2)" = 300 \
+				-a "$(ts_val $n CONN nodelay 2)" = 1 -a "$(count_lines "$TMP/$n.err" event=adopt)" -eq 1
+		else
+			fail $n "no server: $(cat "$TMP/$n.err")"
+		fi
+	done
+else
+	skip adopt_noproc "needs root and unshare -m"
+fi
+
+# io_uring only: the server never calls accept(); the listener options reach its
+# connections because the listener was tuned at start
+URING='
+import os, socket, sys
+six = sys.argv[1] == "6"
+s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_STREAM)
+s.bind(("::1" if six else "127.0.0.1", 0))
+s.listen(5)
+s.set_inheritable(True)
+print("PORT", s.getsockname()[1], flush=True)
+env = dict(os.environ)
+if os.environ.get("ST_PRELOAD"):
+    env["LD_PRELOAD"] = os.environ["ST_PRELOAD"]
+os.execve(sys.argv[2], [sys.argv[2], str(s.fileno()), "2", "10"], env)
+'
+printf '%s' "$URING" >"$TMP/uring.py"
+for fam in 4 6; do
+	for mode in plain tuned; do
+		n=adopt_io_uring_${mode}_v$fam
+		pre=""
+		[ $mode = tuned ] && pre=$LIB
+		env ST_PRELOAD="$pre" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 $PY "$TMP/uring.py" $fam \
+			"$BIN/uringsrv" >"$TMP/$n.out" 2>"$TMP/$n.err" &
+		TS_PID=$!
+		if ! wait_file "$TMP/$n.out" '^PORT '; then
+			fail $n "no server: $(cat "$TMP/$n.err")"
+			continue
+		fi
+		wait_file "$TMP/$n.out" '^LISTENER '
+		"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null
+		ts_wait
+		if grep -q 'io_uring_setup' "$TMP/$n.err"; then
+			skip $n "io_uring unavailable: $(cat "$TMP/$n.err")"
+			continue
+		fi
+		[ $mode = tuned ] && want="300 1" || want="5 0"
+		got="$(ts_val $n CONN backlog 2) $(ts_val $n CONN nodelay 2)"
+		check $n "backlog and nodelay of the io_uring-accepted connection: $got, want $want: $(cat "$TMP/$n.out" "$TMP/$n.err")" \
+			"$got" = "$want"
+	done
 done
 
 # not preloaded: the same program leaves the listener alone (the test can tell the difference)
