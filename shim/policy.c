@@ -121,27 +121,48 @@ static int parse_port(const char *s, const char **end, unsigned *out)
 	return 0;
 }
 
+/* Ports lo..hi into the set: whole words at once, so a range costs at most 1,024 word
+ * stores however wide it is. */
+static void set_range(uint64_t *bits, unsigned lo, unsigned hi)
+{
+	unsigned wlo = lo / 64, whi = hi / 64;
+	uint64_t first = ~0ULL << (lo % 64), last = ~0ULL >> (63 - hi % 64);
+	if (wlo == whi) {
+		bits[wlo] |= first & last;
+		return;
+	}
+	bits[wlo] |= first;
+	if (whi > wlo + 1)
+		memset(&bits[wlo + 1], 0xff, (whi - wlo - 1) * sizeof *bits);
+	bits[whi] |= last;
+}
+
+/* Two passes over the text, each linear in it: the whole list is checked before the set is
+ * touched (a refused list leaves it as it was), with nothing on the stack but a few words
+ * (the library may parse on a thread with a small stack). */
 int st_parse_ports(const char *s, uint64_t *bits, char *err, size_t n)
 {
-	uint64_t tmp[ST_PORTS_WORDS] = {0};
-	const char *p = s;
-	for (;;) {
-		unsigned lo, hi;
-		const char *end;
-		if (parse_port(p, &end, &lo) != 0)
-			goto bad;
-		hi = lo;
-		if (*end == '-' && (parse_port(end + 1, &end, &hi) != 0 || hi < lo))
-			goto bad;
-		for (unsigned port = lo; port <= hi; port++)
-			tmp[port / 64] |= 1ULL << (port % 64);
-		if (*end == '\0')
-			break;
-		if (*end != ',')
-			goto bad;
-		p = end + 1;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			memset(bits, 0, ST_PORTS_WORDS * sizeof *bits);
+		const char *p = s;
+		for (;;) {
+			unsigned lo, hi;
+			const char *end;
+			if (parse_port(p, &end, &lo) != 0)
+				goto bad;
+			hi = lo;
+			if (*end == '-' && (parse_port(end + 1, &end, &hi) != 0 || hi < lo))
+				goto bad;
+			if (pass == 1)
+				set_range(bits, lo, hi);
+			if (*end == '\0')
+				break;
+			if (*end != ',')
+				goto bad;
+			p = end + 1;
+		}
 	}
-	memcpy(bits, tmp, sizeof tmp);
 	return 0;
 bad:
 	snprintf(err, n, "not a port list (ports 1-65535 and ranges, e.g. 80,443,8000-8099)");
