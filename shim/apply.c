@@ -153,6 +153,18 @@ struct st_listener {
 
 static struct st_listener listeners[ST_MAX_LISTENERS];
 
+/* The scan of inherited descriptors at start ran (st_adopt_inherited).  Then, while there is
+ * no descriptor table, the process has made no TCP socket through socket() and inherited no
+ * TCP listener: a descriptor of unknown kind is none of ours, and a server of UNIX sockets
+ * pays nothing for it (no getsockopt, no table). */
+static int inherited_scanned;
+
+static int none_of_ours(uint64_t e)
+{
+	return ST_FD_KIND(e) == ST_FD_UNKNOWN &&
+	       !atomic_load_explicit(&st_fdmap, memory_order_acquire) && inherited_scanned;
+}
+
 static struct st_listener *record_of(uint64_t e)
 {
 	return ST_FD_KIND(e) == ST_FD_LISTENER && (e >> ST_FD_REC_SHIFT)
@@ -732,9 +744,9 @@ int st_listen(int fd, int backlog)
 		return st_real.listen(fd, backlog);
 	}
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
-	    kind == ST_FD_ADOPTING ||
+	    kind == ST_FD_ADOPTING || none_of_ours(e) ||
 	    (kind != ST_FD_TCP && !is_tcp_socket(fd))) {
-		if (kind == ST_FD_UNKNOWN)
+		if (kind == ST_FD_UNKNOWN && !none_of_ours(e))
 			st_fd_set(fd, ST_FD_IGNORED);
 		errno = saved;
 		return st_real.listen(fd, backlog);
@@ -794,7 +806,6 @@ static uint64_t adopt(int lfd, uint64_t e)
  * sockets on) are found at start, so that a server which accepts them only through
  * io_uring (no accept() hook ever runs) still gets the listener options.  One bounded pass
  * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets. */
-static int inherited_scanned; /* the scan ran: a listener not found by it is none of ours */
 
 void st_adopt_inherited(void)
 {
@@ -911,10 +922,7 @@ void st_accepted(int lfd, int cfd)
 
 	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP || kind == ST_FD_ADOPTING;
 	if (adopted_now) {
-		/* No table: the process made no TCP socket and inherited no TCP listener (the scan
-		 * at start found none), so this is no listener of ours (a UNIX socket server pays
-		 * nothing). */
-		if (!atomic_load_explicit(&st_fdmap, memory_order_acquire) && inherited_scanned)
+		if (none_of_ours(e))
 			return;
 		if (!st_fd_fits(lfd))
 			return; /* beyond the table: nothing can be remembered, so nothing is adopted */
