@@ -4,12 +4,13 @@
 # lines; a socket is refused.  A line never goes into a socket: not to a client that got
 # number 2 because the server started with stderr closed, not down an inetd-style control
 # connection (only a journal stream named by JOURNAL_STREAM is a socket that takes lines).
-# 16 threads logging their first line at once open the file once.  A file that refuses
-# writes (/dev/full) is said once.  Bytes that are not UTF-8 never reach a line.
+# 16 threads logging their first line at once open the file once; a forked child with %p
+# opens its own once.  A file that refuses writes (/dev/full) is said once.  Bytes that are
+# not UTF-8 never reach a line.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/servers.sh"
 
-# no_socktune NAME HEX: PASS when the bytes (hex) hold no "socktune"
+# hex_of STRING: its bytes in hex, as the python clients print what they received
 hex_of() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
 
 for fam in 4 6; do
@@ -36,23 +37,30 @@ for fam in 4 6; do
 		kill "$TS_PID" 2>/dev/null
 	fi
 
-	# ---- a FIFO with a reader: lines arrive there, nothing on stderr
+	# ---- a FIFO with a reader (this shell, read-write so that opening it never waits):
+	# lines arrive there, nothing on stderr
 	n=fifo_reader_$fam
 	mkfifo "$TMP/$n.fifo"
-	timeout 15 cat "$TMP/$n.fifo" >"$TMP/$n.got" &
-	rpid=$!
+	exec 3<>"$TMP/$n.fifo"
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/$n.fifo" \
 		-- -$fam -n 1 -t 10; then
 		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
 		ts_wait
-		wait $rpid # EOF: the server's end closed at exit
+		$PY -c 'import fcntl, os
+fcntl.fcntl(3, fcntl.F_SETFL, fcntl.fcntl(3, fcntl.F_GETFL) | os.O_NONBLOCK)
+try:
+    while True:
+        os.write(1, os.read(3, 65536))
+except BlockingIOError:
+    pass' >"$TMP/$n.got"
 		check ${n}_lines "listen lines through the FIFO: $(cat "$TMP/$n.got")" \
 			"$(grep -c 'event=listen ' "$TMP/$n.got")" = 1
 		check ${n}_stderr_quiet "stderr: $(cat "$TMP/$n.err")" ! -s "$TMP/$n.err"
 	else
 		fail ${n}_lines "tserver did not start: $(cat "$TMP/$n.err")"
-		kill "$TS_PID" $rpid 2>/dev/null
+		kill "$TS_PID" 2>/dev/null
 	fi
+	exec 3<&-
 
 	# ---- stderr closed at start (2>&-, and stdin too, so a connection gets number 2):
 	# the client receives exactly the server's bytes
@@ -109,6 +117,42 @@ print(got.hex())' "$host" "$port" 2>&1)
 	fi
 	kill $lpid 2>/dev/null
 	wait $lpid 2>/dev/null
+
+	# ---- %p and fork: a child that logs (4 threads at once) opens its own file, once,
+	# and keeps no copy of its parent's
+	n=forked_$fam
+	env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" \
+		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 >"$TMP/$n.out" 2>"$TMP/$n.err" &
+	mpid=$!
+	i=0
+	while [ "$(grep -c '^READY' "$TMP/$n.out")" != 2 ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	if [ "$(grep -c '^READY' "$TMP/$n.out")" = 2 ]; then
+		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
+			>/dev/null 2>&1
+		bad="" logged=0
+		for p in $(sed -n 's/^PID //p' "$TMP/$n.out"); do
+			[ -f "$TMP/$n.$p.log" ] || continue
+			logged=$((logged + 1))
+			own=0 other=0
+			for f in /proc/$p/fd/*; do
+				t=$(readlink "$f" 2>/dev/null)
+				case "$t" in
+				"$TMP/$n.$p.log") own=$((own + 1)) ;;
+				"$TMP/$n."*.log) other=$((other + 1)) ;;
+				esac
+			done
+			[ "$own" = 1 ] && [ "$other" = 0 ] || bad="$bad pid=$p own=$own other=$other"
+		done
+		check ${n}_own_file_once "descriptors:$bad" -z "$bad"
+		check ${n}_both_logged "$logged of 2 processes have a log file" "$logged" = 2
+	else
+		fail ${n}_own_file_once "mtserver not ready: $(cat "$TMP/$n.out" "$TMP/$n.err")"
+	fi
+	kill $mpid 2>/dev/null
+	wait $mpid 2>/dev/null
 done
 
 # ---- a character device takes lines like a file; a socket is refused with one line
