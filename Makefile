@@ -65,6 +65,8 @@ $(CLI_STATIC): $(CLI_SRC) $(HDRS)
 $(BUILD)/tests/unit/%: tests/unit/%.c shim/policy.c shim/host.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ST_CFLAGS) -o $@ $< shim/policy.c shim/host.c
+# st_sanitize's test includes log.c whole (it needs none of the library's other parts).
+$(BUILD)/tests/unit/test_sanitize: shim/log.c
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
@@ -118,7 +120,7 @@ uninstall:
 # ---- hardening (issue 6, docs/hardening.md): each its own build directory ----
 # make asan / ubsan: the whole suite with the library and the test helpers built with the
 # sanitizer; reports go to files under $(BUILD)/sanitizer, and any report fails the target.
-# make tsan: the threaded stress test.  make valgrind: the suite with the C servers under
+# make tsan: the threaded and forking tests.  make valgrind: the suite with the C servers under
 # memcheck.  make fuzz: libFuzzer targets for every parser (clang), FUZZ_SECONDS in total.
 SAN_CC      ?= gcc
 FUZZ_CC     ?= clang
@@ -141,7 +143,7 @@ ubsan:
 	ST_SANITIZER=undefined UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
 		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
 
-TSAN_TESTS ?= t_stress t_process
+TSAN_TESTS ?= t_stress t_process t_log_hostile
 tsan:
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-tsan CC=$(SAN_CC) \

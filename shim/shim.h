@@ -159,8 +159,9 @@ void st_log_defer(const char *name, const char *value, const char *msg);
 void st_log_flush_deferred(void);
 /* The log's own descriptor, so that close() of it by the app is noticed. */
 void st_log_fd_closed(unsigned first, unsigned last);
-/* Copy s into out (n bytes) with quotes, backslashes and control characters replaced, so
- * that it stays inside one logfmt value.  in and out may be the same buffer. */
+/* Copy s into out (n bytes) with quotes, backslashes, control characters and bytes that
+ * are not UTF-8 (overlongs, surrogates included) replaced by '?', so that it stays inside
+ * one logfmt value; a valid character is never cut.  in and out may be the same buffer. */
 void st_sanitize(const char *s, char *out, size_t n);
 
 /* A small line builder: logfmt key=value pairs appended to one buffer. */

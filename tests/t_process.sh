@@ -100,8 +100,9 @@ check logfile_one_fd "$nlib descriptors beyond the test's own, $nplain without t
 	"$nlib" = $((nplain + 1))
 if [ -n "$flags" ]; then
 	f=$((0$flags))
-	check logfile_flags "log file flags 0$flags: want O_WRONLY|O_APPEND|O_CLOEXEC|O_NOFOLLOW" \
-		$((f & 3)) = 1 -a $((f & 02000)) != 0 -a $((f & 02000000)) != 0 -a $((f & 0400000)) != 0
+	check logfile_flags "log file flags 0$flags: want O_WRONLY|O_APPEND|O_CLOEXEC|O_NOFOLLOW|O_NONBLOCK" \
+		$((f & 3)) = 1 -a $((f & 02000)) != 0 -a $((f & 02000000)) != 0 -a $((f & 0400000)) != 0 \
+		-a $((f & 04000)) != 0
 fi
 a=$(sed -n 's/^exec .*fds=//p' "$TMP/execfds.plain" | sed 's/:[^,]*//g')
 b=$(sed -n 's/^exec .*fds=//p' "$TMP/execfds.pre" | sed 's/:[^,]*//g')
