@@ -185,3 +185,39 @@ for fam in 4 6; do
 	check stats-hostile.summary-after-main-exit.ip$fam "status $rc, summary: $line" \
 		"$rc" = 0 -a "$(field "$line" accepted)" = 1 -a "${lo:--1}" -ge 0
 done
+
+# ---- 2 processes (fork after listen) x 4 accepting threads count into one shared slot:
+# every connection counted, read live while they run and from the snapshot after (that
+# server ends with _exit(), so the snapshot is the one the last sample wrote) ----
+conns=${ST_STRESS_CONNS:-2000}
+[ "$conns" -gt 2000 ] && conns=2000
+for fam in 4 6; do
+	F=$TMP/prefork$fam
+	SOCKTUNE_STATS=$F LD_PRELOAD=$LIB "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 \
+		>"$TMP/prefork$fam.out" 2>"$TMP/prefork$fam.err" &
+	spid=$!
+	i=0
+	while [ "$(count_lines "$TMP/prefork$fam.out" '^READY')" -lt 2 ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	port=$(sed -n 's/^PORT //p' "$TMP/prefork$fam.out")
+	"$BIN/loadgen" -n "$conns" -c 16 -r 1 -w 10 -T 120 "$(host_of $fam)" "$port" >"$TMP/prefork$fam.load" 2>&1
+	"$CLI" stats --json "$F" >"$TMP/prefork$fam.live" 2>&1
+	# mtserver ends with _exit() (no destructor), like a killed server: the file holds the
+	# last sample's copy.  One connection more than 100 ms later makes one.
+	sleep 0.15
+	$PY -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()' \
+		"$(host_of $fam)" "$port"
+	sleep 0.1
+	kill -TERM $spid
+	wait $spid
+	rc=$?
+	"$CLI" stats --json "$F" >"$TMP/prefork$fam.snap" 2>&1
+	check stats-hostile.prefork-threads-live.ip$fam "status $rc, $(cat "$TMP/prefork$fam.load") $(head -c 300 "$TMP/prefork$fam.live")" \
+		"$rc" = 0 -a "$(jkey source <"$TMP/prefork$fam.live")" = live -a \
+		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.live")" = "$conns"
+	check stats-hostile.prefork-threads-snapshot.ip$fam "$(cat "$TMP/prefork$fam.snap" "$TMP/prefork$fam.out" "$TMP/prefork$fam.err")" \
+		"$(jkey source <"$TMP/prefork$fam.snap")" = snapshot -a \
+		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.snap")" = $((conns + 1))
+done
