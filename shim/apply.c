@@ -174,8 +174,10 @@ static struct st_listener *record_of(uint64_t e)
 static void release_record(uint64_t e)
 {
 	struct st_listener *L = record_of(e);
-	if (L)
+	if (L) {
+		st_stats_listener_closed(L->stats_slot);
 		atomic_store(&L->used, 0);
+	}
 }
 
 /* ---- small helpers, each a syscall and a message ---- */
@@ -944,10 +946,8 @@ void st_accepted(int lfd, int cfd)
 		}
 		if (percon)
 			apply_percon(cfd, L->family, percon);
-		if (L->stats_slot >= 0) {
-			count(&st_stats->listener[L->stats_slot].accepted);
-			st_stats_sample(L->stats_slot, lfd, 0);
-		}
+		if (L->stats_slot >= 0)
+			st_stats_accepted(L->stats_slot, lfd);
 		ce = ST_FD_CONN;
 		if (st_on(&st_policy, ST_V_QUICKACK)) {
 			/* Quick-ack is not sticky: the kernel drops back to delayed ACKs after a few

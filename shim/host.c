@@ -45,38 +45,70 @@ long long st_sysctl_num(const char *name, long long dflt)
 	return end == buf ? dflt : v;
 }
 
-/* A TcpExt counter of this network namespace, from /proc/net/netstat: a line of names
- * ("TcpExt: SyncookiesSent ... ListenOverflows ...") followed by a line of values. */
+/* A TcpExt counter from a netstat file: a line of names ("TcpExt: SyncookiesSent ...
+ * ListenOverflows ...") followed by a line of values.  Parsed as a stream through a small
+ * buffer, a token at a time: the file is ~5 KiB and grows with each kernel, and this runs on
+ * whatever stack the app's thread has.  -2 when the file cannot be opened. */
+static long long netstat_in(const char *path, const char *name)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -2;
+	char buf[256], tok[64];
+	size_t tl = 0, want = strlen(name);
+	int overlong = 0, col = 0, want_col = -1;
+	enum { OTHER, NAMES, VALUES } line = OTHER;
+	int names_seen = 0, done = 0;
+	long long found = -1;
+	long r;
+	while (!done && (r = syscall(SYS_read, fd, buf, sizeof buf)) > 0) {
+		for (long i = 0; i < r && !done; i++) {
+			char c = buf[i];
+			if (c != ' ' && c != '\n') {
+				if (tl < sizeof tok - 1)
+					tok[tl++] = c;
+				else
+					overlong = 1;
+				continue;
+			}
+			if (tl > 0) { /* a whole token */
+				tok[tl] = '\0';
+				if (col == 0) {
+					line = strcmp(tok, "TcpExt:") != 0 ? OTHER : names_seen ? VALUES : NAMES;
+				} else if (line == NAMES && !overlong && tl == want &&
+				           memcmp(tok, name, want) == 0) {
+					want_col = col;
+				} else if (line == VALUES && col == want_col) {
+					char *end;
+					long long v = strtoll(tok, &end, 10);
+					found = end != tok && *end == '\0' ? v : -1;
+					done = 1;
+				}
+				col++;
+				tl = 0;
+				overlong = 0;
+			}
+			if (c == '\n') {
+				if (line == NAMES) {
+					names_seen = 1;
+					done = want_col < 0; /* no such counter */
+				} else if (line == VALUES) {
+					done = 1;
+				}
+				line = OTHER;
+				col = 0;
+			}
+		}
+	}
+	syscall(SYS_close, fd);
+	return found;
+}
+
+/* A TcpExt counter of the calling thread's network namespace.  /proc/thread-self first:
+ * once the main thread has exited (pthread_exit from main while others run on),
+ * /proc/self/net, which /proc/net points to, is gone. */
 long long st_netstat(const char *name)
 {
-	char buf[16384];
-	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/net/netstat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	long n = 0, r;
-	while (n < (long)sizeof buf - 1 && (r = syscall(SYS_read, fd, buf + n, sizeof buf - 1 - n)) > 0)
-		n += r;
-	syscall(SYS_close, fd);
-	buf[n] = '\0';
-
-	char *names = strstr(buf, "TcpExt:");
-	char *values = names ? strstr(names + 1, "TcpExt:") : NULL;
-	if (!values)
-		return -1;
-	size_t want = strlen(name);
-	char *np = names + 7, *vp = values + 7;
-	while (np < values) {
-		while (*np == ' ')
-			np++;
-		while (*vp == ' ')
-			vp++;
-		size_t len = strcspn(np, " \n");
-		if (len == 0 || *vp == '\n' || *vp == '\0')
-			return -1;
-		if (len == want && strncmp(np, name, len) == 0)
-			return strtoll(vp, NULL, 10);
-		np += len;
-		vp += strcspn(vp, " \n");
-	}
-	return -1;
+	long long v = netstat_in("/proc/thread-self/net/netstat", name);
+	return v != -2 ? v : (v = netstat_in("/proc/net/netstat", name)) == -2 ? -1 : v;
 }

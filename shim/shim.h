@@ -141,6 +141,10 @@ int st_stats_listener(int fd, int family, unsigned port, const char *addr, int a
                       int rcvbuf, int sndbuf);
 /* Sample the accept queue of slot's listener, at most every 100 ms unless forced. */
 void st_stats_sample(int slot, int lfd, int force);
+/* slot's listener accepted a connection: counted, and sampled at most every 100 ms. */
+void st_stats_accepted(int slot, int lfd);
+/* slot's listener was closed: the slot goes back to the pool (see stats.c for who may). */
+void st_stats_listener_closed(int slot);
 
 /* ---- host limits (host.c): /proc/sys read with raw syscalls, so no hook is re-entered ---- */
 long long st_sysctl_num(const char *name, long long dflt); /* "net.core.rmem_max" */

@@ -85,10 +85,9 @@ check stats.not-a-stats-file "status $?: $(cat "$TMP/notstats.err")" -n "$(grep 
 n=$("$CLI" stats --watch 1 --count 2 "$STATS" | grep -c '^ADDR')
 check stats.watch "$n tables from --watch 1 --count 2" "$n" -eq 2
 
-# ---- one path, two processes (no %p): the second replaces the file by rename, never
-# truncating the one the first has mapped (that would kill the first with SIGBUS when it
-# counts at the wrong moment: a race this test can only catch by luck); both run on and
-# the file at the path stays whole ----
+# ---- one path, two processes (no %p): the second replaces the file by rename; the first,
+# whose counters live in its own memory, runs on (its snapshots stop: the path now names
+# another inode) and the file at the path stays whole ----
 rm -f "$TMP/go"
 SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD=$LIB $PY "$ROOT/tests/py/holdserver.py" "$TMP/go" 1 hang \
 	>"$TMP/first.out" 2>"$TMP/first.err" &
