@@ -130,6 +130,8 @@ static void accept_race(void)
 	printf("NEW same=%d accepted=%d nodelay=%d backlog=%ld\n", s == old, race_done == 1,
 	       intopt(s, IPPROTO_TCP, TCP_NODELAY), backlog_of(s));
 	close(c);
+	if (race_done)
+		pthread_join(t, NULL);
 }
 
 /* ---- an accepted connection whose number is reused behind the hooks' back ---- */
