@@ -114,21 +114,33 @@ static void init_once(void)
  * before init is over (a signal handler that calls close(), an allocator that reads a file
  * while dlsym runs): such a call passes straight through to the fallbacks in st_real, where
  * waiting for init would wait for itself.  Other threads wait for init, a bounded time. */
-static _Atomic long init_owner; /* tid of the thread running init; 0 before */
+/* Who runs init: its pid and tid in one word, 0 before.  A fork() child of a process whose
+ * init was under way finds another pid there: the thread running it does not exist in the
+ * child, so the child takes init over (every store init makes is idempotent). */
+static _Atomic uint64_t init_owner;
+static _Atomic int init_wait_over; /* a wait for another thread's init timed out once */
 
 int st_init(void)
 {
 	int saved = errno; /* the first hooked call's errno is the app's */
-	long me = syscall(SYS_gettid), expect = 0;
-	int live = 0;
-	if (atomic_compare_exchange_strong(&init_owner, &expect, me)) {
+	uint64_t pid = (uint64_t)getpid();
+	uint64_t me = pid << 32 | (uint32_t)syscall(SYS_gettid), expect = 0;
+	int live = 0, mine = atomic_compare_exchange_strong(&init_owner, &expect, me);
+	for (int i = 0; !mine && i < 4 && expect && expect >> 32 != pid; i++)
+		mine = atomic_compare_exchange_strong(&init_owner, &expect, me);
+	if (mine) {
 		init_once();
 		atomic_store_explicit(&st_ready, 1, memory_order_release);
 		live = st_enabled;
-	} else if (expect != me) {
-		for (int i = 0; i < 100000 && !atomic_load_explicit(&st_ready, memory_order_acquire); i++)
+	} else if (expect != me) { /* another thread of ours runs init: wait, a bounded time */
+		for (int i = 0; i < 100000 && !atomic_load(&init_wait_over) &&
+		                !atomic_load_explicit(&st_ready, memory_order_acquire);
+		     i++)
 			sched_yield();
-		live = atomic_load_explicit(&st_ready, memory_order_acquire) && st_enabled;
+		if (atomic_load_explicit(&st_ready, memory_order_acquire))
+			live = st_enabled;
+		else
+			atomic_store(&init_wait_over, 1); /* later calls pass through at once */
 	}
 	errno = saved;
 	return live;
@@ -222,8 +234,11 @@ ST_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 ST_EXPORT int close(int fd)
 {
-	if (st_live() && fd >= 0)
+	if (st_live() && fd >= 0) {
+		int saved = errno;
 		st_closing((unsigned)fd, (unsigned)fd);
+		errno = saved;
+	}
 	return st_real.close(fd);
 }
 

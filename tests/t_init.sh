@@ -3,6 +3,9 @@
 # - a signal whose handler calls a hooked function (close(-1)) lands while init runs: the
 #   re-entered hook passes straight through (it must not wait for the init it interrupted);
 #   500 starts, the timer's delay varied so the signal lands at every stage of init: no hang;
+# - a fork() while another thread runs init (slow on purpose: inherited listeners to adopt,
+#   stderr a full pipe): the child's hooks never wait for an init whose thread is not there
+#   (strace counts the sched_yield of such waits: none in the child);
 # - close_range() called before init: the result, errno and effect of libc's.
 . "$ROOT/tests/lib.sh"
 CC=${CC:-cc}
@@ -35,3 +38,32 @@ plain=$(EARLY_MODE=close_range "$TMP/early")
 pre=$(EARLY_MODE=close_range SOCKTUNE_NODELAY=1 LD_PRELOAD=$LIB "$TMP/early")
 check init.close_range_before_init "without the library: $plain; with it: $pre" \
 	"$pre" = "$plain" -a -n "$(echo "$plain" | grep 'close_range=0 errno=0 still_open=0')"
+
+# fork during init: python makes 5 inherited listeners and a full pipe as stderr, then execs
+if command -v strace >/dev/null 2>&1 && [ -z "${ST_SANITIZER:-}" ]; then
+	cat >"$TMP/slowinit.py" <<'EOS'
+import os, socket, sys
+ls = []
+for i in range(5):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8); s.set_inheritable(True); ls.append(s)
+r, w = os.pipe()
+os.set_blocking(w, False)
+try:
+    while True: os.write(w, b"x" * 4096)
+except BlockingIOError:
+    pass
+os.set_blocking(w, True)
+os.dup2(w, 2)
+os.execvp(sys.argv[1], sys.argv[1:])
+EOS
+	worst=0
+	for us in 300 1000 3000; do
+		EARLY_MODE=fork EARLY_US=$us SOCKTUNE_NODELAY=1 LD_PRELOAD=$LIB timeout 60 \
+			strace -f -qq -e trace=sched_yield -o "$TMP/fork.$us" $PY "$TMP/slowinit.py" "$TMP/early" >/dev/null 2>&1
+		n=$(grep -c sched_yield "$TMP/fork.$us")
+		[ "$n" -gt "$worst" ] && worst=$n
+	done
+	check init.fork_during_init_no_wait "$worst sched_yield calls in the worst start (a child waiting for an init that never ends spins 100,000 per hook)" "$worst" -lt 1000
+else
+	skip init.fork_during_init_no_wait "needs strace (and no sanitizer runtime)"
+fi

@@ -5,16 +5,21 @@
  *     calls close(-1), then calls socket(), which starts the library's init; the signal
  *     lands during that init often enough (a handler re-entering a hook mid-init);
  *   EARLY_MODE=close_range: close_range() on a descriptor it opened: result, errno and
- *     whether the descriptor is closed, as libc would have it. */
+ *     whether the descriptor is closed, as libc would have it;
+ *   EARLY_MODE=fork: a thread calls socket(), starting the library's init, and EARLY_US
+ *     later the constructor forks; the child calls close(-1) five times and exits (a child
+ *     whose parent's init was under way: the thread running it does not exist there). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile sig_atomic_t early_fired;
@@ -27,6 +32,13 @@ static void on_alarm(int sig)
 	close(-1);
 	early_fired = 1;
 	errno = saved;
+}
+
+static void *make_socket(void *arg)
+{
+	(void)arg;
+	close(socket(AF_INET, SOCK_STREAM, 0));
+	return NULL;
 }
 
 __attribute__((constructor)) static void early(void)
@@ -47,6 +59,18 @@ __attribute__((constructor)) static void early(void)
 			clock_gettime(CLOCK_MONOTONIC, &t);
 		while (!early_fired && (t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 50000000L);
 		close(fd);
+	} else if (mode && strcmp(mode, "fork") == 0) {
+		pthread_t t;
+		pthread_create(&t, NULL, make_socket, NULL);
+		usleep(getenv("EARLY_US") ? (unsigned)strtoul(getenv("EARLY_US"), NULL, 10) : 1000);
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (int i = 0; i < 5; i++)
+				close(-1);
+			_exit(0);
+		}
+		waitpid(pid, NULL, 0);
+		pthread_join(t, NULL);
 	} else if (mode && strcmp(mode, "close_range") == 0) {
 		int fd = open("/dev/null", O_RDONLY);
 		errno = 0;
