@@ -158,11 +158,13 @@ static struct st_listener listeners[ST_MAX_LISTENERS];
  * TCP listener: a descriptor of unknown kind is none of ours, and a server of UNIX sockets
  * pays nothing for it (no getsockopt, no table). */
 static int inherited_scanned;
+_Atomic int st_fds_received; /* (or received: then any descriptor may be a TCP listener) */
 
 static int none_of_ours(uint64_t e)
 {
 	return ST_FD_KIND(e) == ST_FD_UNKNOWN &&
-	       !atomic_load_explicit(&st_fdmap, memory_order_acquire) && inherited_scanned;
+	       !atomic_load_explicit(&st_fdmap, memory_order_acquire) && inherited_scanned &&
+	       !atomic_load_explicit(&st_fds_received, memory_order_relaxed);
 }
 
 static struct st_listener *record_of(uint64_t e)
@@ -332,12 +334,19 @@ static void replace_entry(int fd, uint64_t v)
 /* An entry can outlive its socket: closed where no hook sees it (fclose(fdopen(fd)), a raw
  * syscall, a child made by _Fork()) and the number reused by something made without
  * socket() or accept().  Before the policy touches a socket on one of the app's own rare
- * calls (setsockopt, a second listen()), one getsockopt proves it is TCP still: only a TCP
- * socket has TCP_NODELAY.  A stale entry is dropped (with its record). */
+ * calls (setsockopt, a second listen(), listen()), one getsockopt proves it is TCP still:
+ * SO_PROTOCOL is IPPROTO_TCP (or MPTCP) on TCP sockets only (a UNIX socket says 0).  A stale
+ * entry is dropped (with its record). */
+static int is_tcp_proto(int fd)
+{
+	int proto;
+	return get_int(fd, SOL_SOCKET, SO_PROTOCOL, &proto) == 0 &&
+	       (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP);
+}
+
 static int still_tcp(int fd, uint64_t e)
 {
-	int v;
-	if (get_int(fd, IPPROTO_TCP, TCP_NODELAY, &v) == 0)
+	if (is_tcp_proto(fd))
 		return 1;
 	if (st_fd_cas(fd, &e, ST_FD_UNKNOWN))
 		release_record(e);
@@ -758,13 +767,12 @@ int st_listen(int fd, int backlog)
 	struct tcp_info ti;
 	socklen_t len = sizeof ti;
 	memset(&ti, 0, sizeof ti);
-	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
-		/* no TCP socket any more: the entry outlived its socket (see still_tcp) */
-		replace_entry(fd, ST_FD_UNKNOWN);
-		errno = saved;
+	int have_info = st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0;
+	if (!have_info && !still_tcp(fd, e)) {
+		errno = saved; /* no TCP socket any more: the entry outlived its socket */
 		return st_real.listen(fd, backlog);
 	}
-	if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
+	if (have_info && ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
@@ -818,7 +826,7 @@ void st_adopt_inherited(void)
 	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return; /* no /proc: listeners are adopted at their first accept instead */
-	char buf[1024];
+	char buf[1024] __attribute__((aligned(8))); /* read as struct dirent64 */
 	long n;
 	int seen = 0;
 	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
@@ -1092,7 +1100,7 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	if (kind == ST_FD_TCP || (app_wins() && kind == ST_FD_LISTENER)) {
 		/* Not tuned yet (listen() or connect() will see the bit: precedence=app leaves the
 		 * option alone, policy overwrites it and says so), or the app's own value wins. */
-		st_fd_set(fd, e | app_bit(i));
+		st_fd_cas(fd, &e, e | app_bit(i)); /* unless closed and reused meanwhile */
 	} else if (!app_wins()) {
 		/* A tuned socket and the policy wins: its value goes back at once.  The kernel took
 		 * the app's value, so that value was readable. */
@@ -1149,12 +1157,22 @@ static int shares_our_memory(void)
 	pid_t me = getpid();
 	if (me == st_pid)
 		return 0;
+	int saved = errno;
 	long r = syscall(SYS_kcmp, me, st_pid, KCMP_VM, 0, 0);
-	if (r > 0) {
+	/* no such process: our pid's process is gone, and a vfork child cannot outlive the
+	 * parent whose memory it runs in */
+	int copy = r > 0 || (r < 0 && errno == ESRCH);
+	errno = saved;
+	if (copy) {
 		st_pid = me; /* a copy: writing it changes nothing in the parent */
 		return 0;
 	}
 	return 1;
+}
+
+int st_in_vfork_child(void)
+{
+	return shares_our_memory();
 }
 
 /* Whether [first, last] holds an entry a vfork child must not clear. */
@@ -1173,8 +1191,10 @@ static int in_vfork_child(unsigned first, unsigned last)
 void st_duped(int oldfd, int newfd)
 {
 	int saved = errno;
-	if (newfd < 0 || in_vfork_child((unsigned)newfd, (unsigned)newfd))
+	if (newfd < 0 || in_vfork_child((unsigned)newfd, (unsigned)newfd)) {
+		errno = saved;
 		return;
+	}
 	uint64_t e = st_fd_get(oldfd);
 	st_closing((unsigned)newfd, (unsigned)newfd);
 	/* newfd now names oldfd's socket; a listener's record stays with oldfd, so a listener
@@ -1187,12 +1207,14 @@ void st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
-	if (first >= high || in_vfork_child(first, last))
+	if (in_vfork_child(first, last))
+		return;
+	st_log_fd_closed(first, last); /* the log's number is often past the table's high mark */
+	if (first >= high)
 		return;
 	/* the entry first, then its record back to the pool: an accept() in flight on another
 	 * thread never reads a record already handed to a new listener */
 	for (unsigned fd = first; fd < high && fd <= last; fd++)
 		if (atomic_load_explicit(&m->ent[fd], memory_order_relaxed))
 			release_record(atomic_exchange_explicit(&m->ent[fd], 0, memory_order_acq_rel));
-	st_log_fd_closed(first, last);
 }

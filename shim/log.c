@@ -117,13 +117,14 @@ static int log_write(int fd, const char *buf, size_t len)
 /* One warning about the log file, on stderr (if usable), with the path this process uses. */
 static void log_file_warn(long pid, int err, const char *action)
 {
-	char path[sizeof st_policy.log_file + 24], shown[256], why[128];
+	/* static, not on the stack (a hook may run on a small thread stack): this runs once
+	 * per process and state, under the open's claim or the write warning's flag */
+	static char path[sizeof st_policy.log_file + 24], shown[256], why[128], line[768];
 	if (st_expand_path(log_pattern, pid, path, sizeof path) != 0)
 		snprintf(path, sizeof path, "%s", log_pattern);
 	st_sanitize(path, shown, sizeof shown);
 	st_sanitize(err ? strerror(err) : "not a regular file, FIFO or character device", why,
 	            sizeof why);
-	char line[768];
 	int n = snprintf(line, sizeof line,
 	                 "socktune pid=%ld level=warn event=log-file var=SOCKTUNE_LOG_FILE "
 	                 "path=\"%s\" error=\"%s\"%s action=%s\n",
@@ -281,7 +282,8 @@ static int log_target(int *file)
 void st_log_fd_closed(unsigned first, unsigned last)
 {
 	int fd = atomic_load(&log_fd);
-	if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last)
+	/* a vfork child closes its own copy: the parent's descriptor stays the parent's */
+	if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last && !st_in_vfork_child())
 		atomic_compare_exchange_strong(&log_fd, &fd, -1);
 }
 

@@ -120,6 +120,12 @@ void st_accepted(int lfd, int cfd);
 void st_rearm_quickack(int fd);
 /* Remember our pid, and a fork child's, to tell a vfork child (which shares our memory). */
 void st_pid_init(void);
+/* Whether this is a vfork() child running in our memory (a getpid(), and kcmp when the
+ * pid is not ours): for the rare paths that must leave the parent's state alone. */
+int st_in_vfork_child(void);
+/* Set once a recvmsg() returned ancillary data: descriptors may have arrived that no
+ * socket() hook saw. */
+extern _Atomic int st_fds_received;
 /* After dup2()/dup3() made newfd a copy of oldfd. */
 void st_duped(int oldfd, int newfd);
 /* Before the real close() or close_range(). */

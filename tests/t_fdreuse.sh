@@ -12,7 +12,9 @@
 # - 1,100 listeners closed by syscall(), their numbers taken by UDP sockets or files: their
 #   records are reclaimed, so the next listener gets its per-connection option (SO_PRIORITY,
 #   which accepted sockets do not inherit); 10,000 listen/close reloads: the same;
-# - a server with UNIX sockets only: no getsockopt, no descriptor table (no 512 KiB map).
+# - a server with UNIX sockets only: no getsockopt, no descriptor table (no 512 KiB map);
+#   but a process that made no TCP socket and receives a listener over a UNIX socket (a
+#   seamless reload) still adopts it at its first accept.
 . "$ROOT/tests/lib.sh"
 POL="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 SOCKTUNE_RCVBUF=64K SOCKTUNE_QUICKACK=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_LOG=debug"
 
@@ -42,6 +44,13 @@ for fam in 4 6; do
 		check ${n}_no_override_claim "$(grep 'app-override' "$TMP/$n.err")" \
 			-z "$(grep 'app-override' "$TMP/$n.err")"
 	done
+
+	n=reuse_scm_listener_v$fam
+	run $n scm-listener $fam
+	line=$(cat "$TMP/$n.pre")
+	check $n "received listener: $line; plain: $(cat "$TMP/$n.plain"); $(grep -c event=adopt "$TMP/$n.err") adopt lines" \
+		"$(field "$line" backlog)" = 77 -a "$(field "$line" nodelay)" = 1 \
+		-a "$(field "$(cat "$TMP/$n.plain")" backlog)" = 5
 
 	for mode in reload-udp reload-file; do
 		n=reuse_${mode}_v$fam

@@ -19,6 +19,9 @@
  *   reload-udp N     the same, each closed by syscall() and its number taken by a UDP socket
  *   reload-file N    the same, each closed by syscall() and its number taken by open()
  *   unix-only        a UNIX stream listener, one connection accepted and read:  UNIX ok
+ *   scm-listener     a process that never makes a TCP socket receives a listener over a
+ *                    UNIX socket (SCM_RIGHTS, as in a seamless reload) and accepts on it:
+ *                    RECEIVED backlog=.. nodelay=..   (the accepted connection's)
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -252,6 +255,62 @@ static void unix_only(void)
 	printf("UNIX ok\n");
 }
 
+static void scm_listener(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		die("socketpair: %s", strerror(errno));
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) { /* the old process: makes the listener (by syscall(), so that no
+	                  * library tunes it here), hands it over, connects to it */
+		struct sockaddr_storage ss;
+		socklen_t len = loopback(&ss, 0);
+		int l = (int)syscall(SYS_socket, fam, SOCK_STREAM, 0);
+		if (l < 0 || syscall(SYS_bind, l, &ss, len) || syscall(SYS_listen, l, 5))
+			_exit(1);
+		char one = 1;
+		struct iovec iov = {&one, 1};
+		char ctl[CMSG_SPACE(sizeof(int))];
+		memset(ctl, 0, sizeof ctl);
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+		                    .msg_controllen = sizeof ctl};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &l, sizeof l);
+		unsigned port = port_of(l);
+		if (sendmsg(sv[1], &mh, 0) != 1)
+			_exit(1);
+		char go;
+		if (read(sv[1], &go, 1) != 1) /* the new process took it: now a client */
+			_exit(1);
+		int c = client_of(port);
+		(void)!read(sv[1], &go, 1);
+		close(c);
+		_exit(0);
+	}
+	char one;
+	struct iovec iov = {&one, 1};
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+	                    .msg_controllen = sizeof ctl};
+	if (recvmsg(sv[0], &mh, 0) != 1 || !CMSG_FIRSTHDR(&mh))
+		die("recvmsg: %s", strerror(errno));
+	int l;
+	memcpy(&l, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof l);
+	if (write(sv[0], "g", 1) != 1)
+		die("write");
+	int c = accept(l, NULL, NULL);
+	if (c < 0)
+		die("accept: %s", strerror(errno));
+	printf("RECEIVED backlog=%ld nodelay=%d\n", backlog_of(l), intopt(c, IPPROTO_TCP, TCP_NODELAY));
+	(void)!write(sv[0], "g", 1);
+	int st;
+	waitpid(pid, &st, 0);
+}
+
 int main(int argc, char **argv)
 {
 	prog_name = "fdreuse";
@@ -271,6 +330,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "reload-udp")) reload(1, n);
 	else if (!strcmp(m, "reload-file")) reload(2, n);
 	else if (!strcmp(m, "unix-only")) unix_only();
+	else if (!strcmp(m, "scm-listener")) scm_listener();
 	else die("unknown mode %s", m);
 	return 0;
 }
