@@ -147,7 +147,7 @@ struct st_listener {
 	int family;
 	int fd;             /* the number it was tuned under, and the socket's inode: a record */
 	unsigned long ino;  /* whose number now names something else is reclaimed when full */
-	int stats_slot; /* SOCKTUNE_STATS slot, or -1 */
+	_Atomic int stats_slot; /* SOCKTUNE_STATS slot, or -1; STATS_LATER, STATS_CLAIMING */
 	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
 };
 
@@ -633,6 +633,9 @@ static int tunes_listeners(void)
 }
 
 enum { TUNED, SKIPPED, FAILED };
+enum { ADOPT_AT_START = 2 }; /* tune_listener's adopting: 0 listen(), 1 first accept, 2 start */
+#define STATS_LATER (-2)
+#define STATS_CLAIMING (-3)
 
 /* Apply the policy to a listener: from the listen() hook (adopting = 0: set the options,
  * then call the real listen() with the policy's backlog) or to a socket already listening
@@ -647,7 +650,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	const char *dry = dry_run() ? " dry_run=1" : "";
 
 	if (st_has(&st_policy, ST_V_PORTS) && !st_port_in(st_policy.ports, port)) {
-		st_fd_set(fd, ST_FD_IGNORED);
+		st_fd_cas(fd, &entry, ST_FD_IGNORED); /* unless closed and reused meanwhile */
 		st_log(ST_LOG_DEBUG, "event=skip fd=%d addr=%s reason=ports", fd, addr);
 		return SKIPPED;
 	}
@@ -710,7 +713,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		 * per-connection work is skipped. */
 		if (!*dry && st_fd_fits(fd))
 			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
-		st_fd_set(fd, ST_FD_IGNORED);
+		st_fd_cas(fd, &entry, ST_FD_IGNORED);
 		return TUNED;
 	}
 	memcpy(L->eff, eff, sizeof eff);
@@ -729,14 +732,19 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0)
 			atomic_store(&L->queued, (int)ti.tcpi_unacked);
 	}
-	L->stats_slot = st_stats_listener(fd, family, port, addr, adopting,
+	/* A listener found at start may only be inherited by a process that never serves it (a
+	 * child the server runs without closing its listeners first): its stats slot, and the
+	 * stats file, are claimed by the process that accepts on it (count_accepted). */
+	L->stats_slot = adopting == ADOPT_AT_START ? STATS_LATER : st_stats_listener(fd, family, port, addr, adopting,
 	                                  eff[O_RCVBUF] == NOT_SET ? -1 : eff[O_RCVBUF],
 	                                  eff[O_SNDBUF] == NOT_SET ? -1 : eff[O_SNDBUF]);
 	/* precedence=app: the options the app set stay the app's on this listener's
 	 * connections too (not checked, not set per connection); with policy they were
 	 * overwritten above and are the policy's like any other */
-	st_fd_set(fd, ST_FD_LISTENER | (app_wins() ? entry & APP_BITS : 0) |
-	                  ((uint64_t)(index + 1) << ST_FD_REC_SHIFT));
+	uint64_t v = ST_FD_LISTENER | (app_wins() ? entry & APP_BITS : 0) |
+	             ((uint64_t)(index + 1) << ST_FD_REC_SHIFT);
+	if (!st_fd_cas(fd, &entry, v))
+		release_record(v); /* closed (and maybe reused) while we tuned it */
 	return TUNED;
 }
 
@@ -823,6 +831,11 @@ void st_adopt_inherited(void)
 		inherited_scanned = 1; /* nothing to tune, nothing to adopt */
 		return;
 	}
+	/* With precedence=app, what the app set on its listener stays: a child that merely
+	 * inherits its parent's listener (run without closing it first) must not overwrite the
+	 * parent app's values.  Such listeners are adopted at their first accept instead. */
+	if (app_wins())
+		return;
 	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return; /* no /proc: listeners are adopted at their first accept instead */
@@ -846,7 +859,7 @@ void st_adopt_inherited(void)
 			uint64_t e = ST_FD_UNKNOWN;
 			int result;
 			if (st_fd_cas((int)fd, &e, ST_FD_ADOPTING)) {
-				tune_listener((int)fd, -1, 1, &result);
+				tune_listener((int)fd, -1, ADOPT_AT_START, &result);
 				e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
 				st_fd_cas((int)fd, &e, ST_FD_IGNORED);
 			}
@@ -894,6 +907,24 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 	atomic_store(&L->percon, percon);
 	atomic_store(&L->checked, 2);
 	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=0x%x", lfd, percon);
+}
+
+/* The stats count of an accepted connection; a listener adopted at start claims its slot
+ * at its first accept (once, on one thread; others skip counting meanwhile). */
+static void count_accepted(struct st_listener *L, int lfd)
+{
+	int slot = atomic_load_explicit(&L->stats_slot, memory_order_relaxed);
+	if (slot == STATS_LATER && atomic_compare_exchange_strong(&L->stats_slot, &slot, STATS_CLAIMING)) {
+		char addr[INET6_ADDRSTRLEN + 10];
+		unsigned port;
+		int family = local_addr(lfd, addr, sizeof addr, &port);
+		slot = st_stats_listener(lfd, family, port, addr, 1,
+		                         L->eff[O_RCVBUF] == NOT_SET ? -1 : L->eff[O_RCVBUF],
+		                         L->eff[O_SNDBUF] == NOT_SET ? -1 : L->eff[O_SNDBUF]);
+		atomic_store(&L->stats_slot, slot);
+	}
+	if (slot >= 0)
+		st_stats_accepted(slot, lfd);
 }
 
 /* The options the listener carries for its connections (the app's own excepted). */
@@ -954,8 +985,8 @@ void st_accepted(int lfd, int cfd)
 		}
 		if (percon)
 			apply_percon(cfd, L->family, percon);
-		if (L->stats_slot >= 0)
-			st_stats_accepted(L->stats_slot, lfd);
+		if (atomic_load_explicit(&L->stats_slot, memory_order_relaxed) != -1)
+			count_accepted(L, lfd);
 		ce = ST_FD_CONN;
 		if (st_on(&st_policy, ST_V_QUICKACK)) {
 			/* Quick-ack is not sticky: the kernel drops back to delayed ACKs after a few

@@ -14,7 +14,10 @@
 #   which accepted sockets do not inherit); 10,000 listen/close reloads: the same;
 # - a server with UNIX sockets only: no getsockopt, no descriptor table (no 512 KiB map);
 #   but a process that made no TCP socket and receives a listener over a UNIX socket (a
-#   seamless reload) still adopts it at its first accept.
+#   seamless reload) still adopts it at its first accept;
+# - a child that merely inherits its parent's listener (fork and exec of true(1)): with
+#   precedence=app the parent app's SO_RCVBUF stays; with SOCKTUNE_STATS the child does not
+#   take the stats file over (the parent's snapshots go on, its listener is counted).
 . "$ROOT/tests/lib.sh"
 POL="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 SOCKTUNE_RCVBUF=64K SOCKTUNE_QUICKACK=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_LOG=debug"
 
@@ -51,6 +54,19 @@ for fam in 4 6; do
 	check $n "received listener: $line; plain: $(cat "$TMP/$n.plain"); $(grep -c event=adopt "$TMP/$n.err") adopt lines" \
 		"$(field "$line" backlog)" = 77 -a "$(field "$line" nodelay)" = 1 \
 		-a "$(field "$(cat "$TMP/$n.plain")" backlog)" = 5
+
+	n=reuse_inherit_child_precedence_app_v$fam
+	env SOCKTUNE_RCVBUF=1M SOCKTUNE_PRECEDENCE=app LD_PRELOAD="$LIB" "$BIN/fdreuse" inherit-child $fam \
+		>"$TMP/$n.pre" 2>"$TMP/$n.err"
+	line=$(cat "$TMP/$n.pre")
+	check $n "$line; $(grep -v 'rcvbuf=app' "$TMP/$n.err" | head -n 2)" \
+		"$(field "$line" rcvbuf.before)" = 131072 -a "$(field "$line" rcvbuf.after)" = 131072
+	n=reuse_inherit_child_stats_v$fam
+	env SOCKTUNE_NODELAY=1 SOCKTUNE_STATS="$TMP/$n.stats" LD_PRELOAD="$LIB" "$BIN/fdreuse" inherit-child $fam \
+		>"$TMP/$n.pre" 2>"$TMP/$n.err"
+	"$B/socktune" stats --json "$TMP/$n.stats" >"$TMP/$n.json" 2>&1
+	check $n "$(cat "$TMP/$n.pre"); $(grep -E 'stats|adopt' "$TMP/$n.err" | head -n 3); $(head -c 300 "$TMP/$n.json")" \
+		-z "$(grep -E 'snapshots-off|replaced' "$TMP/$n.err")" -a -n "$(grep '"accepted":1' "$TMP/$n.json")"
 
 	for mode in reload-udp reload-file; do
 		n=reuse_${mode}_v$fam

@@ -19,6 +19,9 @@
  *   reload-udp N     the same, each closed by syscall() and its number taken by a UDP socket
  *   reload-file N    the same, each closed by syscall() and its number taken by open()
  *   unix-only        a UNIX stream listener, one connection accepted and read:  UNIX ok
+ *   inherit-child    a listener with the app's own SO_RCVBUF (64 KiB), left open across the
+ *                    fork and exec of a child that only runs true(1); then one accept:
+ *                    PARENT rcvbuf.before=.. rcvbuf.after=..
  *   scm-listener     a process that never makes a TCP socket receives a listener over a
  *                    UNIX socket (SCM_RIGHTS, as in a seamless reload) and accepts on it:
  *                    RECEIVED backlog=.. nodelay=..   (the accepted connection's)
@@ -255,6 +258,27 @@ static void unix_only(void)
 	printf("UNIX ok\n");
 }
 
+static void inherit_child(void)
+{
+	int l = socket(fam, SOCK_STREAM, 0); /* no SOCK_CLOEXEC: the child inherits it */
+	int v = 65536;
+	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	bind_listen(l, 16);
+	int before = intopt(l, SOL_SOCKET, SO_RCVBUF);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("true", "true", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	int c = client_of(port_of(l)), a = accept(l, NULL, NULL);
+	printf("PARENT rcvbuf.before=%d rcvbuf.after=%d accepted=%d\n", before,
+	       intopt(l, SOL_SOCKET, SO_RCVBUF), a >= 0);
+	close(c);
+}
+
 static void scm_listener(void)
 {
 	int sv[2];
@@ -331,6 +355,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "reload-file")) reload(2, n);
 	else if (!strcmp(m, "unix-only")) unix_only();
 	else if (!strcmp(m, "scm-listener")) scm_listener();
+	else if (!strcmp(m, "inherit-child")) inherit_child();
 	else die("unknown mode %s", m);
 	return 0;
 }
