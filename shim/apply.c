@@ -1074,7 +1074,7 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	unsigned port;
 	if (format_addr((struct sockaddr *)&ss, text, sizeof text, &port) != 0 ||
 	    (st_has(&st_policy, ST_V_CLIENT_PORTS) && !st_port_in(st_policy.client_ports, port))) {
-		st_fd_set(fd, ST_FD_IGNORED);
+		st_fd_cas(fd, &e, ST_FD_IGNORED);
 		errno = saved;
 		return st_real.connect(fd, addr, len);
 	}
@@ -1090,8 +1090,8 @@ int st_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		set_int(&err, fd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1);
 		st_line_add(&line, " quickack=1");
 	}
-	st_fd_set(fd, ST_FD_CLIENT | (quickack ? ST_FD_QUICKACK : 0) |
-	                  (app_wins() ? e & APP_BITS : 0));
+	st_fd_cas(fd, &e, ST_FD_CLIENT | (quickack ? ST_FD_QUICKACK : 0) |
+	                      (app_wins() ? e & APP_BITS : 0));
 
 	uint64_t bit = 1ull << (port % 64);
 	int first = !(atomic_fetch_or(&client_ports_seen[port / 64], bit) & bit);

@@ -99,8 +99,10 @@ static int log_write(int fd, const char *buf, size_t len)
 	int saved = errno, err = 0;
 	/* Never block the server for long on a full pipe or a stalled terminal: wait at most
 	 * 100 ms for room.  A line is shorter than PIPE_BUF, so once poll() says there is room
-	 * the write neither blocks nor interleaves with another.  Any other answer (POLLERR of
-	 * a pipe without reader, POLLNVAL) is left to write() to name. */
+	 * the write does not interleave with another, and does not block unless another writer
+	 * fills the pipe between the two calls: the log file is ours and opened O_NONBLOCK, but
+	 * stderr is the app's open file, whose blocking mode is not ours to change.  Any other
+	 * answer (POLLERR of a pipe without reader, POLLNVAL) is left to write() to name. */
 	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 	if (poll(&pfd, 1, 100) == 1 && syscall(SYS_write, fd, buf, len) < 0) {
 		err = errno;
