@@ -3,6 +3,7 @@
 #ifndef ST_TEST_COMMON_H
 #define ST_TEST_COMMON_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -139,6 +140,35 @@ static inline int sockopt_int(int fd, int level, int opt)
 	if (getsockopt(fd, level, opt, &v, &len) != 0)
 		return -1;
 	return v;
+}
+
+/* The loopback address of family (AF_INET: 127.0.0.1, AF_INET6: ::1) and port into ss. */
+static inline socklen_t loopback_addr(int family, unsigned port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		a->sin6_port = htons((uint16_t)port);
+		return sizeof *a;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a->sin_port = htons((uint16_t)port);
+	return sizeof *a;
+}
+
+/* tcpi_sacked on a listening socket is the backlog in force (after the somaxconn cut). */
+static inline long listen_backlog(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+		return -1;
+	return (long)ti.tcpi_sacked;
 }
 
 static inline int cmp_ll(const void *a, const void *b)

@@ -38,39 +38,6 @@
 
 static int fam = AF_INET;
 
-static int intopt(int fd, int level, int name)
-{
-	int v = -1;
-	socklen_t len = sizeof v;
-	getsockopt(fd, level, name, &v, &len);
-	return v;
-}
-
-static long backlog_of(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? (long)ti.tcpi_sacked : -1;
-}
-
-static socklen_t loopback(struct sockaddr_storage *ss, unsigned port)
-{
-	memset(ss, 0, sizeof *ss);
-	if (fam == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		a->sin6_port = htons((uint16_t)port);
-		return sizeof *a;
-	}
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a->sin_port = htons((uint16_t)port);
-	return sizeof *a;
-}
-
 static unsigned port_of(int fd)
 {
 	struct sockaddr_storage ss;
@@ -83,7 +50,7 @@ static unsigned port_of(int fd)
 static int bind_listen(int fd, int backlog)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = loopback(&ss, 0);
+	socklen_t len = loopback_addr(fam, 0, &ss);
 	if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, backlog) != 0)
 		die("bind/listen: %s", strerror(errno));
 	return fd;
@@ -100,7 +67,7 @@ static int listener(void)
 static int client_of(unsigned port)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = loopback(&ss, port);
+	socklen_t len = loopback_addr(fam, port, &ss);
 	int fd = socket(fam, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) != 0)
 		die("connect: %s", strerror(errno));
@@ -134,7 +101,7 @@ static void accept_race(void)
 		usleep(10000);
 	bind_listen(s, 5);
 	printf("NEW same=%d accepted=%d nodelay=%d backlog=%ld\n", s == old, race_done == 1,
-	       intopt(s, IPPROTO_TCP, TCP_NODELAY), backlog_of(s));
+	       sockopt_int(s, IPPROTO_TCP, TCP_NODELAY), listen_backlog(s));
 	close(c);
 	if (race_done)
 		pthread_join(t, NULL);
@@ -158,7 +125,7 @@ static void unix_report(int old, int u, int peer)
 	char b[4];
 	if (peer >= 0 && write(peer, "abc", 3) == 3)
 		(void)!read(u, b, sizeof b); /* a receive on a number once marked for quick-ack */
-	printf("UNIX same=%d rcvbuf=%d\n", u == old, intopt(u, SOL_SOCKET, SO_RCVBUF));
+	printf("UNIX same=%d rcvbuf=%d\n", u == old, sockopt_int(u, SOL_SOCKET, SO_RCVBUF));
 }
 
 static void fclose_reuse(int raw)
@@ -237,8 +204,8 @@ static void reload(int how, int n)
 		 * sees this one again */
 	}
 	int lfd, cli, c = accepted_conn(&lfd, &cli);
-	printf("LAST priority=%d nodelay=%d\n", intopt(c, SOL_SOCKET, SO_PRIORITY),
-	       intopt(c, IPPROTO_TCP, TCP_NODELAY));
+	printf("LAST priority=%d nodelay=%d\n", sockopt_int(c, SOL_SOCKET, SO_PRIORITY),
+	       sockopt_int(c, IPPROTO_TCP, TCP_NODELAY));
 }
 
 static void unix_only(void)
@@ -264,7 +231,7 @@ static void inherit_child(void)
 	int v = 65536;
 	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
 	bind_listen(l, 16);
-	int before = intopt(l, SOL_SOCKET, SO_RCVBUF);
+	int before = sockopt_int(l, SOL_SOCKET, SO_RCVBUF);
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -275,7 +242,7 @@ static void inherit_child(void)
 	waitpid(pid, &st, 0);
 	int c = client_of(port_of(l)), a = accept(l, NULL, NULL);
 	printf("PARENT rcvbuf.before=%d rcvbuf.after=%d accepted=%d\n", before,
-	       intopt(l, SOL_SOCKET, SO_RCVBUF), a >= 0);
+	       sockopt_int(l, SOL_SOCKET, SO_RCVBUF), a >= 0);
 	close(c);
 }
 
@@ -289,7 +256,7 @@ static void scm_listener(void)
 	if (pid == 0) { /* the old process: makes the listener (by syscall(), so that no
 	                  * library tunes it here), hands it over, connects to it */
 		struct sockaddr_storage ss;
-		socklen_t len = loopback(&ss, 0);
+		socklen_t len = loopback_addr(fam, 0, &ss);
 		int l = (int)syscall(SYS_socket, fam, SOCK_STREAM, 0);
 		if (l < 0 || syscall(SYS_bind, l, &ss, len) || syscall(SYS_listen, l, 5))
 			_exit(1);
@@ -329,7 +296,7 @@ static void scm_listener(void)
 	int c = accept(l, NULL, NULL);
 	if (c < 0)
 		die("accept: %s", strerror(errno));
-	printf("RECEIVED backlog=%ld nodelay=%d\n", backlog_of(l), intopt(c, IPPROTO_TCP, TCP_NODELAY));
+	printf("RECEIVED backlog=%ld nodelay=%d\n", listen_backlog(l), sockopt_int(c, IPPROTO_TCP, TCP_NODELAY));
 	(void)!write(sv[0], "g", 1);
 	int st;
 	waitpid(pid, &st, 0);

@@ -17,28 +17,11 @@
 static int fam = AF_INET;
 static int ok;
 
-static socklen_t loopback(struct sockaddr_storage *ss, unsigned port)
-{
-	memset(ss, 0, sizeof *ss);
-	if (fam == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		a->sin6_port = htons((uint16_t)port);
-		return sizeof *a;
-	}
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a->sin_port = htons((uint16_t)port);
-	return sizeof *a;
-}
-
 static void *calls(void *arg)
 {
 	(void)arg;
 	struct sockaddr_storage ss;
-	socklen_t len = loopback(&ss, 0);
+	socklen_t len = loopback_addr(fam, 0, &ss);
 	int one = 1, l = socket(fam, SOCK_STREAM, 0);
 	setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	if (l < 0 || bind(l, (struct sockaddr *)&ss, len) || listen(l, 5))

@@ -18,23 +18,6 @@
 
 static int family = AF_INET;
 
-static socklen_t loopback(struct sockaddr_storage *ss, int port)
-{
-	memset(ss, 0, sizeof *ss);
-	if (family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		a->sin6_port = htons((uint16_t)port);
-		return sizeof *a;
-	}
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a->sin_port = htons((uint16_t)port);
-	return sizeof *a;
-}
-
 /* A listener on port (0: any); its port in *got.  -1 on failure. */
 static int make_listener(int port, int *got)
 {
@@ -44,7 +27,7 @@ static int make_listener(int port, int *got)
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	struct sockaddr_storage ss;
-	socklen_t len = loopback(&ss, port);
+	socklen_t len = loopback_addr(family, (unsigned)port, &ss);
 	if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 16) != 0) {
 		close(fd);
 		return -1;
@@ -62,7 +45,7 @@ static int one_conn(int lfd, int port)
 {
 	int c = socket(family, SOCK_STREAM, 0);
 	struct sockaddr_storage ss;
-	socklen_t len = loopback(&ss, port);
+	socklen_t len = loopback_addr(family, (unsigned)port, &ss);
 	if (c < 0 || connect(c, (struct sockaddr *)&ss, len) != 0 || write(c, "x", 1) != 1) {
 		if (c >= 0)
 			close(c);

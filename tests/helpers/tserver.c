@@ -31,17 +31,6 @@
 
 #include "common.h"
 
-/* tcpi_sacked on a listening socket is the backlog in force (after the somaxconn cut). */
-static long listen_backlog(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-		return -1;
-	return (long)ti.tcpi_sacked;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: tserver [-4|-6] [-A] [-b BACKLOG] [-n CONNS] [-m accept|hold|ka] "

@@ -67,22 +67,6 @@ static int ring_accept(struct ring *r, int lfd)
 	return res;
 }
 
-static int opt(int fd, int level, int name)
-{
-	int v = -1;
-	socklen_t len = sizeof v;
-	getsockopt(fd, level, name, &v, &len);
-	return v;
-}
-
-static long backlog_of(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? (long)ti.tcpi_sacked : -1;
-}
-
 int main(int argc, char **argv)
 {
 	prog_name = "uringsrv";
@@ -94,13 +78,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct ring r;
 	ring_setup(&r);
-	printf("LISTENER backlog=%ld nodelay=%d\n", backlog_of(lfd), opt(lfd, IPPROTO_TCP, TCP_NODELAY));
+	printf("LISTENER backlog=%ld nodelay=%d\n", listen_backlog(lfd), sockopt_int(lfd, IPPROTO_TCP, TCP_NODELAY));
 	for (int i = 0; i < n; i++) {
 		int cfd = ring_accept(&r, lfd);
 		if (cfd < 0)
 			die("accept: %s", strerror(-cfd));
-		printf("CONN i=%d nodelay=%d rcvbuf=%d backlog=%ld\n", i, opt(cfd, IPPROTO_TCP, TCP_NODELAY),
-		       opt(cfd, SOL_SOCKET, SO_RCVBUF), backlog_of(lfd));
+		printf("CONN i=%d nodelay=%d rcvbuf=%d backlog=%ld\n", i, sockopt_int(cfd, IPPROTO_TCP, TCP_NODELAY),
+		       sockopt_int(cfd, SOL_SOCKET, SO_RCVBUF), listen_backlog(lfd));
 		close(cfd);
 	}
 	printf("DONE conns=%d\n", n);
