@@ -21,6 +21,9 @@ s.set_inheritable(True)
 env = dict(os.environ)
 if os.environ.get("ST_PRELOAD"):
     env["LD_PRELOAD"] = os.environ["ST_PRELOAD"]
+if os.environ.get("ADOPT_URING"):  # uringsrv FD N SECONDS; the test needs the port first
+    print("PORT", s.getsockname()[1], flush=True)
+    os.execve(sys.argv[2], [sys.argv[2], str(s.fileno()), "2", "10"], env)
 os.execve(sys.argv[2], [sys.argv[2], "-L", str(s.fileno())] + sys.argv[3:], env)
 '
 
@@ -89,26 +92,13 @@ fi
 
 # io_uring only: the server never calls accept(); the listener options reach its
 # connections because the listener was tuned at start
-URING='
-import os, socket, sys
-six = sys.argv[1] == "6"
-s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_STREAM)
-s.bind(("::1" if six else "127.0.0.1", 0))
-s.listen(5)
-s.set_inheritable(True)
-print("PORT", s.getsockname()[1], flush=True)
-env = dict(os.environ)
-if os.environ.get("ST_PRELOAD"):
-    env["LD_PRELOAD"] = os.environ["ST_PRELOAD"]
-os.execve(sys.argv[2], [sys.argv[2], str(s.fileno()), "2", "10"], env)
-'
-printf '%s' "$URING" >"$TMP/uring.py"
+printf '%s' "$ADOPT" >"$TMP/adopt.py"
 for fam in 4 6; do
 	for mode in plain tuned; do
 		n=adopt_io_uring_${mode}_v$fam
 		pre=""
 		[ $mode = tuned ] && pre=$LIB
-		env ST_PRELOAD="$pre" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 $PY "$TMP/uring.py" $fam \
+		env ADOPT_URING=1 ST_PRELOAD="$pre" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 $PY "$TMP/adopt.py" $fam \
 			"$BIN/uringsrv" >"$TMP/$n.out" 2>"$TMP/$n.err" &
 		TS_PID=$!
 		if ! wait_file "$TMP/$n.out" '^PORT '; then

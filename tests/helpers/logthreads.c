@@ -20,19 +20,7 @@ static void *make_listener(void *arg)
 	int *out = arg;
 	int fd = socket(family, SOCK_STREAM, 0);
 	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof ss);
-	socklen_t len;
-	if (family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-		a->sin_family = AF_INET;
-		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		len = sizeof *a;
-	} else {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		len = sizeof *a;
-	}
+	socklen_t len = loopback_addr(family, 0, &ss);
 	int ok = fd >= 0 && bind(fd, (struct sockaddr *)&ss, len) == 0;
 	pthread_barrier_wait(&start); /* every thread's first log line at once */
 	*out = ok && listen(fd, 16) == 0 ? fd : -1;
