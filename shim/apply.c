@@ -323,12 +323,13 @@ static void release_record(uint64_t e);
  * then the old listener's record back to the pool. */
 static void replace_entry(int fd, uint64_t v)
 {
-	if (st_fd_get(fd) == v)
+	uint64_t old = st_fd_get(fd);
+	if (old == v)
 		return;
-	if (!atomic_load_explicit(&st_fdmap, memory_order_acquire))
-		st_fd_set(fd, v); /* makes the table: nothing was there */
+	if (!record_of(old))
+		st_fd_set(fd, v); /* (makes the table when there is none: then nothing was there) */
 	else
-		release_record(st_fd_xchg(fd, v));
+		release_record(st_fd_xchg(fd, v)); /* exactly one caller frees a record */
 }
 
 /* An entry can outlive its socket: closed where no hook sees it (fclose(fdopen(fd)), a raw
@@ -1238,14 +1239,34 @@ void st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
-	if (in_vfork_child(first, last))
-		return;
-	st_log_fd_closed(first, last); /* the log's number is often past the table's high mark */
+	/* (the log's own number is often past the table's high mark: checked first) */
+	int lfd = atomic_load_explicit(&st_log_fd, memory_order_relaxed);
+	if (lfd >= 0 && (unsigned)lfd >= first && (unsigned)lfd <= last)
+		st_log_fd_closed(first, last);
 	if (first >= high)
 		return;
+	if (first == last) { /* close(): the common case, one entry */
+		uint64_t e = atomic_load_explicit(&m->ent[first], memory_order_relaxed);
+		if (!e || ((ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK)) && shares_our_memory()))
+			return;
+		if (record_of(e))
+			release_record(atomic_exchange_explicit(&m->ent[first], 0, memory_order_acq_rel));
+		else
+			atomic_store_explicit(&m->ent[first], 0, memory_order_release);
+		return;
+	}
+	if (in_vfork_child(first, last))
+		return;
 	/* the entry first, then its record back to the pool: an accept() in flight on another
-	 * thread never reads a record already handed to a new listener */
-	for (unsigned fd = first; fd < high && fd <= last; fd++)
-		if (atomic_load_explicit(&m->ent[fd], memory_order_relaxed))
+	 * thread never reads a record already handed to a new listener.  An entry with a record
+	 * is taken by exchange, so that exactly one caller frees it; others (a connection, a
+	 * socket not listening) are simply cleared: their number is not free before the real
+	 * close, so nobody else writes them meanwhile. */
+	for (unsigned fd = first; fd < high && fd <= last; fd++) {
+		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+		if (record_of(e))
 			release_record(atomic_exchange_explicit(&m->ent[fd], 0, memory_order_acq_rel));
+		else if (e)
+			atomic_store_explicit(&m->ent[fd], 0, memory_order_release);
+	}
 }

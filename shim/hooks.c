@@ -234,11 +234,8 @@ ST_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 ST_EXPORT int close(int fd)
 {
-	if (st_live() && fd >= 0) {
-		int saved = errno;
-		st_closing((unsigned)fd, (unsigned)fd);
-		errno = saved;
-	}
+	if (st_live() && fd >= 0)
+		st_closing((unsigned)fd, (unsigned)fd); /* keeps errno */
 	return st_real.close(fd);
 }
 

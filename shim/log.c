@@ -142,7 +142,7 @@ static void log_file_warn(long pid, int err, const char *action)
  * moment of fork) is not its own: (pid << 2) | state. */
 enum { LOG_NONE = 0, LOG_OPENING = 1, LOG_READY = 2, LOG_FAILED = 3 };
 static _Atomic unsigned long long log_word;
-static _Atomic int log_fd = -1;
+_Atomic int st_log_fd = -1; /* the log file's descriptor, once open */
 /* The file's identity: the app may close our descriptor by a path the hooks do not see
  * (fclose(), closefrom() inside libc) and get the number back for a socket; a line must
  * never go there. */
@@ -238,7 +238,7 @@ static int log_file_open(long pid, int old, int *file)
 	nfd = move_high(nfd);
 	atomic_store(&log_dev, (unsigned long long)st.st_dev);
 	atomic_store(&log_ino, (unsigned long long)st.st_ino);
-	atomic_store(&log_fd, nfd);
+	atomic_store(&st_log_fd, nfd);
 	atomic_store(&log_word, ((unsigned long long)pid << 2) | LOG_READY);
 	if (old >= 0 && old != nfd)
 		syscall(SYS_close, old); /* a forked child's copy of the parent's file */
@@ -262,7 +262,7 @@ static int log_target(int *file)
 		if (state == LOG_FAILED)
 			return stderr_fd();
 		if (state == LOG_READY && (owner == pid || !log_per_pid)) {
-			int fd = atomic_load(&log_fd);
+			int fd = atomic_load(&st_log_fd);
 			if (still_ours(fd)) {
 				*file = 1;
 				return fd;
@@ -272,7 +272,7 @@ static int log_target(int *file)
 			continue;
 		}
 		/* not opened yet, lost to the app, or a parent's (%p, or its claim at fork time) */
-		int old = state == LOG_READY ? atomic_load(&log_fd) : -1;
+		int old = state == LOG_READY ? atomic_load(&st_log_fd) : -1;
 		if (atomic_compare_exchange_strong(&log_word, &w, ((unsigned long long)pid << 2) |
 		                                                          LOG_OPENING)) {
 			return log_file_open(pid, old, file);
@@ -283,10 +283,10 @@ static int log_target(int *file)
 
 void st_log_fd_closed(unsigned first, unsigned last)
 {
-	int fd = atomic_load(&log_fd);
+	int fd = atomic_load(&st_log_fd);
 	/* a vfork child closes its own copy: the parent's descriptor stays the parent's */
 	if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last && !st_in_vfork_child())
-		atomic_compare_exchange_strong(&log_fd, &fd, -1);
+		atomic_compare_exchange_strong(&st_log_fd, &fd, -1);
 }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0: a stray continuation byte, a

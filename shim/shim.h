@@ -128,7 +128,7 @@ int st_in_vfork_child(void);
 extern _Atomic int st_fds_received;
 /* After dup2()/dup3() made newfd a copy of oldfd. */
 void st_duped(int oldfd, int newfd);
-/* Before the real close() or close_range(). */
+/* Before the real close() or close_range(); errno is kept. */
 void st_closing(unsigned first, unsigned last);
 
 static inline void st_after_receive(int fd, ssize_t r)
@@ -167,7 +167,8 @@ void st_log_line(int level, const char *fmt, ...) __attribute__((format(printf, 
  * process that never makes one stays silent. */
 void st_log_defer(const char *name, const char *value, const char *msg);
 void st_log_flush_deferred(void);
-/* The log's own descriptor, so that close() of it by the app is noticed. */
+/* The log's own descriptor (-1: none), so that close() of it by the app is noticed. */
+extern _Atomic int st_log_fd;
 void st_log_fd_closed(unsigned first, unsigned last);
 /* Copy s into out (n bytes) with quotes, backslashes, control characters and bytes that
  * are not UTF-8 (overlongs, surrogates included) replaced by '?', so that it stays inside
