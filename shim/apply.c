@@ -555,27 +555,47 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 	return 0;
 }
 
-/* The app set a governed option itself and the policy's value was kept: counted, and said
- * once per kind of socket and option.  app_name is set for TCP_CONGESTION. */
+/* The app set a governed option itself and the policy's value was kept.  The same value
+ * as the policy's (most servers set TCP_NODELAY=1 themselves) is no news: debug.  A value
+ * the policy replaced is counted and said once per kind of socket and option, with the
+ * socket it was seen on.  app is the app's request (buffers: not the doubled read-back);
+ * app_name is set for TCP_CONGESTION. */
 static const char *const kind_names[] = {[ST_FD_LISTENER] = "listener",
                                          [ST_FD_CONN] = "accepted", [ST_FD_CLIENT] = "client"};
 static _Atomic uint32_t override_logged[ST_FD_CLIENT + 1];
 
-static void note_override(unsigned kind, int i, long long app, const char *app_name)
+static void note_override(int fd, unsigned kind, int i, long long app, const char *app_name)
 {
+	int want;
+	opt_want(i, &want);
+	int agree = app_name ? strcmp(app_name, st_policy.congestion) == 0
+	            : (i == O_NODELAY || i == O_KEEPALIVE || i == O_REUSEPORT) ? !app == !want
+	                                                                       : app == want;
+	if (agree) {
+		if (app_name)
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%s same=1",
+			       fd, kind_names[kind], opts[i].name, app_name);
+		else
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%lld same=1",
+			       fd, kind_names[kind], opts[i].name, app);
+		return;
+	}
 	struct st_stats_file *sf = st_stats_file();
 	if (sf)
 		count(&sf->app_overrides_refused);
 	uint32_t bit = 1u << i;
-	if (atomic_fetch_or(&override_logged[kind], bit) & bit)
+	if (st_log_level < ST_LOG_INFO || (atomic_fetch_or(&override_logged[kind], bit) & bit))
 		return;
-	int want;
-	opt_want(i, &want);
+	char addr[INET6_ADDRSTRLEN + 10];
+	unsigned port;
+	local_addr(fd, addr, sizeof addr, &port); /* once per kind and option: not per call */
 	if (app_name)
-		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%s kept=%s",
+		st_log(ST_LOG_INFO,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%s kept=%s", fd, addr,
 		       kind_names[kind], opts[i].name, app_name, st_policy.congestion);
 	else
-		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%lld kept=%d",
+		st_log(ST_LOG_INFO,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%lld kept=%d", fd, addr,
 		       kind_names[kind], opts[i].name, app, want);
 }
 
@@ -589,9 +609,9 @@ static void note_override_before(int fd, int family, unsigned kind, int i)
 	if (opts[i].flags & F_STRING) {
 		char name[16];
 		if (get_name(fd, name, sizeof name) == 0)
-			note_override(kind, i, 0, name);
+			note_override(fd, kind, i, 0, name);
 	} else if (get_int(fd, level, optname, &v) == 0) {
-		note_override(kind, i, (opts[i].flags & F_BUFFER) ? v / 2 : v, NULL);
+		note_override(fd, kind, i, (opts[i].flags & F_BUFFER) ? v / 2 : v, NULL);
 	}
 }
 
@@ -1151,9 +1171,9 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 			memcpy(name, val, n);
 			name[n] = '\0';
 			st_sanitize(name, name, sizeof name);
-			note_override(kind, i, 0, name);
+			note_override(fd, kind, i, 0, name);
 		} else if (len >= sizeof(int)) {
-			note_override(kind, i, *(const int *)val, NULL);
+			note_override(fd, kind, i, *(const int *)val, NULL);
 		}
 	}
 	errno = saved;
