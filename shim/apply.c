@@ -721,6 +721,19 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 			       "event=clamp option=backlog fd=%d want=%d effective=%lld "
 			       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"%s",
 			       fd, w, *dry ? somaxconn : effective, somaxconn, w, dry);
+		/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
+		 * -1 = somaxconn) gets less, which the operator rarely meant. */
+		long long asked = app_backlog < 0 ? somaxconn : app_backlog;
+		if (st_has(&st_policy, ST_V_BACKLOG) && w >= 0 && asked > w) {
+			char means[48] = "";
+			if (app_backlog < 0)
+				snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
+				         somaxconn);
+			st_log(ST_LOG_WARN,
+			       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
+			       "fix=\"use --backlog-min %d to only raise\"%s",
+			       fd, addr, app_backlog, means, w, w, dry);
+		}
 	}
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
