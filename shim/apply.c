@@ -706,6 +706,18 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		return FAILED;
 	}
 
+	/* A port the kernel picked (a startup probe, an admin or RPC socket on port 0) is marked
+	 * port=ephemeral: listen() on an unbound socket (local_addr() saw port 0 before it), or,
+	 * when SOCKTUNE_PORTS names none, a port in ip_local_port_range.  Still logged at info:
+	 * a server told to use port 0 (a test harness, a dynamic-port platform) looks like a probe
+	 * at listen(), and bind() is not asked (that would cost it a syscall). */
+	int ephemeral = 0;
+	if (!adopting && port == 0) {
+		local_addr(fd, addr, sizeof addr, &port); /* the port listen() picked */
+		ephemeral = 1;
+	} else if (!st_has(&st_policy, ST_V_PORTS)) {
+		ephemeral = st_port_ephemeral(port);
+	}
 	struct st_line head = {.n = 0};
 	st_line_add(&head, "event=%s fd=%d addr=%s", adopting ? "adopt" : "listen", fd, addr);
 	if (backlog_governed()) {
@@ -737,7 +749,8 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s", head.b, line.b, dry);
+	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s", head.b, line.b,
+	       ephemeral ? " port=ephemeral" : "", dry);
 
 	unsigned index;
 	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : listener_alloc(&index);
