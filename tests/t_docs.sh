@@ -112,3 +112,11 @@ if command -v groff >/dev/null 2>&1; then
 else
 	skip renders "groff not installed"
 fi
+
+# ---- advice the issues asked for, kept where operators look ----
+# a daemonizing server (listen, fork, the parent exits) and %p in SOCKTUNE_LOG_FILE
+check daemon-log-man7 "docs/libsocktune.7's SOCKTUNE_LOG_FILE says nothing of daemonizing servers" \
+	-n "$(sed -n '/^\.BI SOCKTUNE_LOG_FILE=/,/^\.TP/p' docs/libsocktune.7 | grep 'daemonizes')"
+check daemon-log-troubleshooting "docs/troubleshooting.md has no entry for daemons and %p" \
+	-n "$(grep -i '^## .*daemon' docs/troubleshooting.md)" -a \
+	-n "$(grep 'For daemonizing servers use a path without `%p`' docs/troubleshooting.md)"
