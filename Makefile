@@ -75,7 +75,9 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 
 $(BUILD)/tests/bin/common: ;
 
-test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN))
+# t_nodelay_stall runs the benchmark's publish/acknowledge pair.
+test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN)) \
+           $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
 
 test: test-bins
 	@BUILD=$(BUILD) CC="$(CC)" sh tests/run.sh

@@ -9,6 +9,11 @@
  *   bcli cc HOST PORT N                    N connect / wait for close / close cycles (case 5)
  *   bcli hold HOST PORT N SECONDS          open N connections, keep them until SIGTERM or
  *                                          SECONDS pass, then reset them (case 5, RSS)
+ *   bcli pubsub HOST PORT N [SAMPLES]      N QoS-1 publishes to bsrv pub on one connection,
+ *                                          Nagle on, subscribed to its own topic: each
+ *                                          timed from the PUBLISH until its PUBACK and the
+ *                                          forwarded message are in, the forwarded one
+ *                                          acknowledged at once (case 6)
  *   bcli wait HOST PORT                    until something accepts there (at most 10 s)
  *   bcli freeport                          a free TCP port on 127.0.0.1
  *
@@ -145,6 +150,53 @@ static int mode_twowrite(const char *host, int port, long n, const char *out)
 	}
 	close(fd);
 	report("twowrite", us, (size_t)i, out, 20000, (size_t)(n - i));
+	return i == n ? 0 : 1;
+}
+
+/* Case 6: what an MQTT client with Nagle on (paho's default) does when it publishes at
+ * QoS 1 to a topic it is subscribed to: PUBLISH, then the broker's forwarded PUBLISH
+ * (answered with a PUBACK at once) and its PUBACK, then the next PUBLISH.  16-byte
+ * PUBLISH, 4-byte PUBACK, first byte 'P' or 'A' (bsrv pub). */
+static int mode_pubsub(const char *host, int port, long n, const char *out)
+{
+	int fd = tcp_connect(host, port);
+	if (fd < 0)
+		die("connect %s:%d", host, port);
+	static const char pub[16] = "Ptopic/x:hello!", puback[4] = {'A', 2, 0, 1};
+	char buf[256];
+	int64_t *us = samples_new(n);
+	long i;
+	size_t have = 0;
+	for (i = 0; i < n; i++) {
+		int64_t t0 = now_ns();
+		write_all(fd, pub, sizeof pub);
+		int fwd = 0, acked = 0;
+		while (!(fwd && acked)) {
+			ssize_t r = read(fd, buf + have, sizeof buf - have);
+			if (r <= 0)
+				goto out;
+			have += (size_t)r;
+			size_t off = 0;
+			while (have > off) {
+				size_t need = buf[off] == 'P' ? sizeof pub : sizeof puback;
+				if (have - off < need)
+					break;
+				if (buf[off] == 'P') {
+					fwd = 1;
+					write_all(fd, puback, sizeof puback); /* QoS 1: acknowledge at once */
+				} else {
+					acked = 1;
+				}
+				off += need;
+			}
+			memmove(buf, buf + off, have - off);
+			have -= off;
+		}
+		us[i] = (now_ns() - t0) / 1000;
+	}
+out:
+	close(fd);
+	report("pubsub", us, (size_t)i, out, 20000, (size_t)(n - i));
 	return i == n ? 0 : 1;
 }
 
@@ -335,7 +387,7 @@ static int mode_freeport(void)
 
 static void usage(void)
 {
-	fputs("usage: bcli http|twowrite|burst|body|cc|hold|wait HOST PORT [ARGS]; bcli freeport\n",
+	fputs("usage: bcli http|twowrite|pubsub|burst|body|cc|hold|wait HOST PORT [ARGS]; bcli freeport\n",
 	      stderr);
 	exit(2);
 }
@@ -357,6 +409,8 @@ int main(int argc, char **argv)
 		return mode_http(host, port, n, argv[5], argc > 6 ? argv[6] : NULL);
 	if (strcmp(m, "twowrite") == 0)
 		return mode_twowrite(host, port, n, argc > 5 ? argv[5] : NULL);
+	if (strcmp(m, "pubsub") == 0)
+		return mode_pubsub(host, port, n, argc > 5 ? argv[5] : NULL);
 	if (strcmp(m, "burst") == 0)
 		return mode_burst(host, port, n, argc > 5 ? argv[5] : NULL);
 	if (strcmp(m, "body") == 0)

@@ -7,6 +7,12 @@
  *                               body, answer, close (case 4)
  *   bsrv hold HOST PORT N       accept and keep every connection; print "accepted=N" once N
  *                               are open, then wait (case 5, RSS)
+ *   bsrv pub HOST PORT          a broker in miniature (case 6): for each PUBLISH (16 bytes,
+ *                               'P'...) of a client subscribed to its own topic, forward it
+ *                               to the client (16 bytes), then acknowledge it (PUBACK, 4
+ *                               bytes, 'A'...), in two writes as mosquitto does; the
+ *                               client's own PUBACKs for the forwarded message are read
+ *                               and need no answer
  *
  * It uses plain accept() and read(), the calls socktune hooks, and knows nothing of it.
  * (The accept+close loop of case 5 is the test helper tserver -m accept -s.) */
@@ -130,6 +136,44 @@ static void serve_body(int lfd, long delay_ms)
 	}
 }
 
+/* The message sizes of case 6, by first byte: a QoS-1 PUBLISH with a short topic and
+ * payload, and a PUBACK (MQTT's is 4 bytes). */
+#define PUB_LEN 16
+#define ACK_LEN 4
+
+static void serve_pub(int lfd)
+{
+	static const char fwd[PUB_LEN] = "Pforwarded-msg!", ack[ACK_LEN] = {'A', 2, 0, 1};
+	static char buf[4096];
+	for (;;) {
+		int fd = accept_one(lfd);
+		if (fd < 0)
+			die("accept");
+		size_t have = 0;
+		for (;;) {
+			ssize_t r = read(fd, buf + have, sizeof buf - have);
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+			size_t off = 0;
+			for (;;) {
+				size_t need = buf[off] == 'P' ? PUB_LEN : ACK_LEN;
+				if (have - off < need || have == off)
+					break;
+				if (buf[off] == 'P') {
+					/* to the subscriber first, then the publisher's acknowledgement */
+					write_all(fd, fwd, sizeof fwd);
+					write_all(fd, ack, sizeof ack);
+				}
+				off += need;
+			}
+			memmove(buf, buf + off, have - off);
+			have -= off;
+		}
+		close(fd);
+	}
+}
+
 static void serve_hold(int lfd, long n)
 {
 	struct rlimit rl;
@@ -151,7 +195,7 @@ static void serve_hold(int lfd, long n)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fputs("usage: bsrv ka|body|hold HOST PORT [ARG]\n", stderr);
+		fputs("usage: bsrv ka|body|hold|pub HOST PORT [ARG]\n", stderr);
 		return 2;
 	}
 	const char *m = argv[1];
@@ -164,6 +208,8 @@ int main(int argc, char **argv)
 		serve_ka(lfd, argc > 4 && strcmp(argv[4], "once") == 0);
 	else if (strcmp(m, "body") == 0)
 		serve_body(lfd, argc > 4 ? num_arg(argv[4], "delay") : 50);
+	else if (strcmp(m, "pub") == 0)
+		serve_pub(lfd);
 	else if (strcmp(m, "hold") == 0 && argc > 4)
 		serve_hold(lfd, num_arg(argv[4], "count"));
 	else

@@ -21,9 +21,9 @@ RES=$OUT/results
 QUICK=${BENCH_QUICK:-0}
 
 if [ "$QUICK" = 1 ]; then
-	ROUNDS=2 C1_N=32 C2_N=20 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
+	ROUNDS=2 C1_N=32 C2_N=20 C6_N=20 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
 else
-	ROUNDS=5 C1_N=128 C2_N=50 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
+	ROUNDS=5 C1_N=128 C2_N=50 C6_N=30 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
 fi
 HOLD_N=10000
 BODY=399360    # 390 KiB of request body
@@ -168,6 +168,30 @@ while [ $r -lt "$ROUNDS" ]; do
 done
 stop "$sa" "$so" "$sb"
 for v in plain once st; do cat "$OUT"/c2-$v-*.us >"$OUT/c2-$v.us"; done
+
+# ---- case 6: publish/acknowledge with a client that keeps Nagle on: NODELAY alone moves
+# the delayed-ACK wait to the client's side; NODELAY + QUICKACK removes it ----
+note "case 6: QoS-1 publish to its own topic, $C6_N exchanges x $ROUNDS rounds"
+pa=$(port)
+start c6-plain "" "$BB/bsrv" pub 127.0.0.1 "$pa"
+sa=$LAST
+pn=$(port)
+start c6-nd "$SHIM SOCKTUNE_NODELAY=1" "$BB/bsrv" pub 127.0.0.1 "$pn"
+sn=$LAST
+pq=$(port)
+start c6-ndqa "$SHIM SOCKTUNE_NODELAY=1 SOCKTUNE_QUICKACK=1" "$BB/bsrv" pub 127.0.0.1 "$pq"
+sq=$LAST
+for p in "$pa" "$pn" "$pq"; do waitfor 127.0.0.1 "$p"; done
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	for v in $(rotate $r plain nd ndqa); do
+		case $v in plain) p=$pa ;; nd) p=$pn ;; ndqa) p=$pq ;; esac
+		client c6 $v "$BB/bcli" pubsub 127.0.0.1 "$p" "$C6_N" "$OUT/c6-$v-$r.us"
+	done
+	r=$((r + 1))
+done
+stop "$sa" "$sn" "$sq"
+for v in plain nd ndqa; do cat "$OUT"/c6-$v-*.us >"$OUT/c6-$v.us"; done
 
 # ---- case 3: python http.server (backlog 5), 300 concurrent connects: BACKLOG unset / 4096 ----
 # TcpExt counters are per network namespace: in a namespace of our own, no one else's
@@ -398,6 +422,10 @@ cat >"$OUT/rows" <<EOF
 2 two-write client, QUICKACK|requests > 20 ms (of $C2_N)|c2.over|plain|st|n
 2 two-write, plain = app sets QUICKACK once at accept|p50 per request (ms)|c2.p50_us|once|st|ms
 2 two-write, plain = app sets QUICKACK once at accept|requests > 20 ms (of $C2_N)|c2.over|once|st|n
+6 publish/ack, client Nagle on, NODELAY alone|p50 per exchange (ms)|c6.p50_us|plain|nd|ms
+6 publish/ack, client Nagle on, NODELAY alone|exchanges > 20 ms (of $C6_N)|c6.over|plain|nd|n
+6 publish/ack, client Nagle on, NODELAY+QUICKACK|p50 per exchange (ms)|c6.p50_us|plain|ndqa|ms
+6 publish/ack, client Nagle on, NODELAY+QUICKACK|exchanges > 20 ms (of $C6_N)|c6.over|plain|ndqa|n
 3 python burst, BACKLOG=4096|connect p50 (ms)|c3.p50_us|plain|st|ms
 3 python burst, BACKLOG=4096|connect p99 (ms)|c3.p99_us|plain|st|ms
 3 python burst, BACKLOG=4096|connects > 500 ms (of $C3_N)|c3.over|plain|st|n

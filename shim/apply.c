@@ -556,27 +556,47 @@ static int apply_opt(int fd, int family, int i, struct st_line *line, int *eff)
 	return 0;
 }
 
-/* The app set a governed option itself and the policy's value was kept: counted, and said
- * once per kind of socket and option.  app_name is set for TCP_CONGESTION. */
+/* The app set a governed option itself and the policy's value was kept.  The same value
+ * as the policy's (most servers set TCP_NODELAY=1 themselves) is no news: debug.  A value
+ * the policy replaced is counted and said once per kind of socket and option, with the
+ * socket it was seen on.  app is the app's request (buffers: not the doubled read-back);
+ * app_name is set for TCP_CONGESTION. */
 static const char *const kind_names[] = {[ST_FD_LISTENER] = "listener",
                                          [ST_FD_CONN] = "accepted", [ST_FD_CLIENT] = "client"};
 static _Atomic uint32_t override_logged[ST_FD_CLIENT + 1];
 
-static void note_override(unsigned kind, int i, long long app, const char *app_name)
+static void note_override(int fd, unsigned kind, int i, long long app, const char *app_name)
 {
+	int want;
+	opt_want(i, &want);
+	int agree = app_name ? strcmp(app_name, st_policy.congestion) == 0
+	            : (i == O_NODELAY || i == O_KEEPALIVE || i == O_REUSEPORT) ? !app == !want
+	                                                                       : app == want;
+	if (agree) {
+		if (app_name)
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%s same=1",
+			       fd, kind_names[kind], opts[i].name, app_name);
+		else
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%lld same=1",
+			       fd, kind_names[kind], opts[i].name, app);
+		return;
+	}
 	struct st_stats_file *sf = st_stats_file();
 	if (sf)
 		count(&sf->app_overrides_refused);
 	uint32_t bit = 1u << i;
-	if (atomic_fetch_or(&override_logged[kind], bit) & bit)
+	if (st_log_level < ST_LOG_INFO || (atomic_fetch_or(&override_logged[kind], bit) & bit))
 		return;
-	int want;
-	opt_want(i, &want);
+	char addr[INET6_ADDRSTRLEN + 10];
+	unsigned port;
+	local_addr(fd, addr, sizeof addr, &port); /* once per kind and option: not per call */
 	if (app_name)
-		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%s kept=%s",
+		st_log(ST_LOG_INFO,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%s kept=%s", fd, addr,
 		       kind_names[kind], opts[i].name, app_name, st_policy.congestion);
 	else
-		st_log(ST_LOG_INFO, "event=app-override socket=%s option=%s app=%lld kept=%d",
+		st_log(ST_LOG_INFO,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%lld kept=%d", fd, addr,
 		       kind_names[kind], opts[i].name, app, want);
 }
 
@@ -590,9 +610,9 @@ static void note_override_before(int fd, int family, unsigned kind, int i)
 	if (opts[i].flags & F_STRING) {
 		char name[16];
 		if (get_name(fd, name, sizeof name) == 0)
-			note_override(kind, i, 0, name);
+			note_override(fd, kind, i, 0, name);
 	} else if (get_int(fd, level, optname, &v) == 0) {
-		note_override(kind, i, (opts[i].flags & F_BUFFER) ? v / 2 : v, NULL);
+		note_override(fd, kind, i, (opts[i].flags & F_BUFFER) ? v / 2 : v, NULL);
 	}
 }
 
@@ -687,6 +707,18 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		return FAILED;
 	}
 
+	/* A port the kernel picked (a startup probe, an admin or RPC socket on port 0) is marked
+	 * port=ephemeral: listen() on an unbound socket (local_addr() saw port 0 before it), or,
+	 * when SOCKTUNE_PORTS names none, a port in ip_local_port_range.  Still logged at info:
+	 * a server told to use port 0 (a test harness, a dynamic-port platform) looks like a probe
+	 * at listen(), and bind() is not asked (that would cost it a syscall). */
+	int ephemeral = 0;
+	if (!adopting && port == 0) {
+		local_addr(fd, addr, sizeof addr, &port); /* the port listen() picked */
+		ephemeral = 1;
+	} else if (!st_has(&st_policy, ST_V_PORTS)) {
+		ephemeral = st_port_ephemeral(port);
+	}
 	struct st_line head = {.n = 0};
 	st_line_add(&head, "event=%s fd=%d addr=%s", adopting ? "adopt" : "listen", fd, addr);
 	if (backlog_governed()) {
@@ -702,10 +734,24 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 			       "event=clamp option=backlog fd=%d want=%d effective=%lld "
 			       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"%s",
 			       fd, w, *dry ? somaxconn : effective, somaxconn, w, dry);
+		/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
+		 * -1 = somaxconn) gets less, which the operator rarely meant. */
+		long long asked = app_backlog < 0 ? somaxconn : app_backlog;
+		if (st_has(&st_policy, ST_V_BACKLOG) && w >= 0 && asked > w) {
+			char means[48] = "";
+			if (app_backlog < 0)
+				snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
+				         somaxconn);
+			st_log(ST_LOG_WARN,
+			       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
+			       "fix=\"use --backlog-min %d to only raise\"%s",
+			       fd, addr, app_backlog, means, w, w, dry);
+		}
 	}
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s", head.b, line.b, dry);
+	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s", head.b, line.b,
+	       ephemeral ? " port=ephemeral" : "", dry);
 
 	unsigned index;
 	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : listener_alloc(&index);
@@ -1152,9 +1198,9 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 			memcpy(name, val, n);
 			name[n] = '\0';
 			st_sanitize(name, name, sizeof name);
-			note_override(kind, i, 0, name);
+			note_override(fd, kind, i, 0, name);
 		} else if (len >= sizeof(int)) {
-			note_override(kind, i, *(const int *)val, NULL);
+			note_override(fd, kind, i, *(const int *)val, NULL);
 		}
 	}
 	errno = saved;

@@ -432,7 +432,48 @@ static unsigned inspect(const char *path, char *judged, int depth)
 	return flags;
 }
 
-static int warn_program(const char *name, int strict)
+/* For a logfmt value: quotes, backslashes, control characters and every byte outside ASCII
+ * become '?' (the library's st_sanitize keeps valid UTF-8; it lives in log.c, which the
+ * command does not link, and a program path needs no more than this). */
+static void logfmt_value(const char *s, char *out, size_t n)
+{
+	size_t o = 0;
+	for (; *s && o + 1 < n; s++) {
+		unsigned char c = (unsigned char)*s;
+		out[o++] = (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f) ? '?' : (char)c;
+	}
+	if (n)
+		out[o] = '\0';
+}
+
+/* A warning of the command also goes to SOCKTUNE_LOG_FILE (appended, in the library's
+ * line format), where the operator reads the library's lines: the program runs in this
+ * process once exec'd, so %p is our pid, the pid its own lines will carry. */
+static void log_file_line(const struct st_policy *p, int level, const char *line)
+{
+	static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+	int want = st_has(p, ST_V_LOG) ? (int)p->num[ST_V_LOG] : ST_LOG_INFO;
+	char path[sizeof p->log_file + 24];
+	if (!st_has(p, ST_V_LOG_FILE) || level > want ||
+	    st_expand_path(p->log_file, (long)getpid(), path, sizeof path) != 0)
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+	                            O_NONBLOCK, 0644);
+	struct stat st;
+	if (fd < 0)
+		return; /* the library says why with its first line */
+	char buf[2 * PATH_MAX + 512];
+	int n = snprintf(buf, sizeof buf, "socktune pid=%ld level=%s %s\n", (long)getpid(),
+	                 names[level], line);
+	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) ||
+	                            S_ISCHR(st.st_mode)) && n > 0 && (size_t)n < sizeof buf &&
+	    write(fd, buf, (size_t)n) < 0) {
+		/* a full disk or a FIFO without room: stderr has the warning already */
+	}
+	close(fd);
+}
+
+static int warn_program(const struct st_policy *p, const char *name, int strict)
 {
 	char path[PATH_MAX], judged[PATH_MAX];
 	if (resolve(name, path) != 0)
@@ -440,13 +481,19 @@ static int warn_program(const char *name, int strict)
 	unsigned flags = inspect(path, judged, 0);
 	static const struct {
 		unsigned flag;
-		const char *why;
+		const char *reason, *why;
 	} reasons[] = {
-		{P_STATIC, "is statically linked (no ELF interpreter): LD_PRELOAD cannot reach it"},
-		{P_GO, "is a Go program: Go makes its socket calls without libc, past libsocktune"},
-		{P_SETID, "is setuid/setgid: the loader drops LD_PRELOAD when that raises privileges"},
-		{P_CAPS, "has file capabilities (security.capability): the loader drops LD_PRELOAD"},
+		{P_STATIC, "static",
+		 "is statically linked (no ELF interpreter): LD_PRELOAD cannot reach it"},
+		{P_GO, "go", "is a Go program: Go makes its socket calls without libc, past libsocktune"},
+		{P_SETID, "setid",
+		 "is setuid/setgid: the loader drops LD_PRELOAD when that raises privileges"},
+		{P_CAPS, "file-caps",
+		 "has file capabilities (security.capability): the loader drops LD_PRELOAD"},
 	};
+	char shown[PATH_MAX], shown_path[PATH_MAX], line[3 * PATH_MAX];
+	logfmt_value(judged, shown, sizeof shown);
+	logfmt_value(path, shown_path, sizeof shown_path);
 	int n = 0;
 	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
 		if (!(flags & reasons[i].flag))
@@ -456,11 +503,17 @@ static int warn_program(const char *name, int strict)
 		        strcmp(judged, path) ? ", the interpreter of " : "",
 		        strcmp(judged, path) ? path : "", reasons[i].why,
 		        strict ? "not started (--strict)" : "it runs untuned");
+		snprintf(line, sizeof line,
+		         "event=unreachable program=\"%s\"%s%s%s reason=%s detail=\"%s\" action=%s", shown,
+		         strcmp(judged, path) ? " interpreter_of=\"" : "",
+		         strcmp(judged, path) ? shown_path : "", strcmp(judged, path) ? "\"" : "",
+		         reasons[i].reason, reasons[i].why, strict ? "refused" : "untuned");
+		log_file_line(p, strict ? ST_LOG_ERROR : ST_LOG_WARN, line);
 	}
 	return n;
 }
 
-static int run(const struct cli *c, const char *argv0)
+static int run(const struct cli *c, const struct st_policy *p, const char *argv0)
 {
 	if (!c->program)
 		die_usage("no program to run (usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]; "
@@ -468,7 +521,7 @@ static int run(const struct cli *c, const char *argv0)
 	char lib[PATH_MAX];
 	find_library(argv0, lib);
 	compose_preload(lib);
-	if (warn_program(c->program[0], c->strict) && c->strict)
+	if (warn_program(p, c->program[0], c->strict) && c->strict)
 		return EXIT_USAGE;
 	fflush(NULL);
 	execvp(c->program[0], c->program);
@@ -1287,5 +1340,5 @@ int main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	parse_args(argc, argv, &c);
 	build_policy(&c, &p);
-	return c.check ? check(&c, &p) : run(&c, argc > 0 ? argv[0] : "socktune");
+	return c.check ? check(&c, &p) : run(&c, &p, argc > 0 ? argv[0] : "socktune");
 }

@@ -2,6 +2,7 @@
  * inside the library those names are our own hooks, and the limits are read from inside
  * them.  The command links this file too (socktune check). */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,50 @@ long long st_sysctl_num(const char *name, long long dflt)
 	char *end;
 	long long v = strtoll(buf, &end, 10);
 	return end == buf ? dflt : v;
+}
+
+/* Whether port lies in a "8080,9000-9010" list (ip_local_reserved_ports' format). */
+static int in_list(const char *s, unsigned port)
+{
+	while (*s) {
+		char *end;
+		unsigned long a = strtoul(s, &end, 10), b = a;
+		if (end == s)
+			return 0;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		if (port >= a && port <= b)
+			return 1;
+		s = end + strspn(end, ", ");
+	}
+	return 0;
+}
+
+/* The range the kernel picks from for bind(port 0), connect() and listen() on an unbound
+ * socket.  A server's own port is outside it (or reserved from it): a port in it is
+ * taken by outgoing connections at random.  The range is read once per process (listen()
+ * may run 10,000 times in a server that reloads); a reserved list too long for the buffer
+ * counts as holding the port (the conservative answer: not ephemeral). */
+int st_port_ephemeral(unsigned port)
+{
+	static _Atomic long range = -1; /* lo << 16 | hi, 0 when unreadable */
+	long r = atomic_load_explicit(&range, memory_order_relaxed);
+	if (r < 0) {
+		char buf[64], *end;
+		r = 0;
+		if (st_sysctl_str("net.ipv4.ip_local_port_range", buf, sizeof buf) == 0) {
+			unsigned long lo = strtoul(buf, &end, 10), hi = strtoul(end, NULL, 10);
+			if (end != buf && lo <= hi && hi < 65536)
+				r = (long)(lo << 16 | hi);
+		}
+		atomic_store_explicit(&range, r, memory_order_relaxed);
+	}
+	if (!r || port < (unsigned long)r >> 16 || port > ((unsigned long)r & 0xffff))
+		return 0;
+	char reserved[512];
+	if (st_sysctl_str("net.ipv4.ip_local_reserved_ports", reserved, sizeof reserved) != 0)
+		return 1;
+	return strlen(reserved) < sizeof reserved - 1 && !in_list(reserved, port);
 }
 
 /* A TcpExt counter from a netstat file: a line of names ("TcpExt: SyncookiesSent ...

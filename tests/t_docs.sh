@@ -112,3 +112,19 @@ if command -v groff >/dev/null 2>&1; then
 else
 	skip renders "groff not installed"
 fi
+
+# ---- advice the issues asked for, kept where operators look ----
+# a daemonizing server (listen, fork, the parent exits) and %p in SOCKTUNE_LOG_FILE
+check daemon-log-man7 "docs/libsocktune.7's SOCKTUNE_LOG_FILE says nothing of daemonizing servers" \
+	-n "$(sed -n '/^\.BI SOCKTUNE_LOG_FILE=/,/^\.TP/p' docs/libsocktune.7 | grep 'daemonizes')"
+check daemon-log-troubleshooting "docs/troubleshooting.md has no entry for daemons and %p" \
+	-n "$(grep -i '^## .*daemon' docs/troubleshooting.md)" -a \
+	-n "$(grep 'For daemonizing servers use a path without `%p`' docs/troubleshooting.md)"
+# TCP_NODELAY alone moving the delayed-ACK wait to a client with Nagle on: say so, advise
+# --quickack with it
+for f in docs/libsocktune.7 docs/socktune.1; do
+	check "nodelay-stall-$(basename "$f")" "$f does not say NODELAY can move the delayed-ACK wait" \
+		-n "$(tr '\n' ' ' <"$f" | grep -io 'NODELAY.\{0,80\}move the delayed\\-ACK wait.\{0,120\}quickack')"
+done
+check nodelay-stall-troubleshooting "docs/troubleshooting.md lacks the NODELAY + client Nagle entry" \
+	-n "$(grep 'use `--quickack` with `--nodelay`' docs/troubleshooting.md)"

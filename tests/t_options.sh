@@ -117,6 +117,9 @@ n=$(grep -c 'event=app-override' "$TMP/prec_policy.err")
 # the accepted one
 check precedence.policy.logged "$n app-override lines, want 4" "$n" -eq 4
 check precedence.policy.log-values "no 'app=65536 kept=1048576'" -n "$(grep 'option=rcvbuf app=65536 kept=1048576' "$TMP/prec_policy.err")"
+# each names the socket it was seen on
+n=$(grep 'event=app-override' "$TMP/prec_policy.err" | grep -c ' fd=[0-9][0-9]* addr=127\.0\.0\.1:[0-9][0-9]* ')
+check precedence.policy.log-names-socket "$n of 4 app-override lines with fd= and addr=" "$n" -eq 4
 expect precedence.app.rcvbuf "$TMP/prec_app.out" 2 rcvbuf 131072
 expect precedence.app.nodelay "$TMP/prec_app.out" 2 nodelay 0
 check precedence.app.listen-line "listen line should say rcvbuf=app" -n "$(grep 'event=listen .*rcvbuf=app' "$TMP/prec_app.err")"

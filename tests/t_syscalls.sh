@@ -73,7 +73,9 @@ if [ "${ST_SANITIZER:-}" = valgrind ]; then
 else
 traced qa_recv 1 split LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -m ka && {
 	q=$(grep -c 'setsockopt(4, SOL_TCP, TCP_QUICKACK' "$TMP/qa_recv.st")
-	reads=$(grep -c '^[0-9]*  *read(4, .* = [1-9][0-9]*$' "$TMP/qa_recv.st")
+	# the client's bytes are 'q's: the library's own reads of /proc/sys at listen() (fd 4 too,
+	# closed at once) are not the connection's
+	reads=$(grep -c '^[0-9]*  *read(4, "q.* = [1-9][0-9]*$' "$TMP/qa_recv.st")
 	eof=$(grep -c '^[0-9]*  *read(4, .* = 0$' "$TMP/qa_recv.st")
 	check quickack_one_per_receive "$reads reads with data (and $eof at EOF): $q TCP_QUICKACK calls, want $((reads + 1))" \
 		"$reads" -ge 10 -a "$q" -eq $((reads + 1))

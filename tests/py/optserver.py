@@ -1,7 +1,8 @@
 """A test server that knows nothing of socktune: listens on 127.0.0.1 or ::1 port 0, prints
 its port, accepts N connections and prints, for each, the options the kernel reports on
-the ACCEPTED socket as one JSON line.  --app-rcvbuf / --app-nodelay-off make it set its
-own options, before listen() and on each accepted socket, like servers that do."""
+the ACCEPTED socket as one JSON line.  --app-rcvbuf / --app-nodelay-off / --app-nodelay-on
+make it set its own options, before listen() and on each accepted socket, like servers that
+do."""
 import argparse, json, socket, sys
 
 p = argparse.ArgumentParser()
@@ -10,6 +11,7 @@ p.add_argument("--count", type=int, default=1)
 p.add_argument("--backlog", type=int, default=5)
 p.add_argument("--app-rcvbuf", type=int, default=0)
 p.add_argument("--app-nodelay-off", action="store_true")
+p.add_argument("--app-nodelay-on", action="store_true")
 p.add_argument("--app-priority", type=int, default=-1, help="SO_PRIORITY on the listener only")
 a = p.parse_args()
 
@@ -22,6 +24,8 @@ if a.app_rcvbuf:
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.app_rcvbuf)
 if a.app_nodelay_off:
     ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+if a.app_nodelay_on:
+    ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 if a.app_priority >= 0:
     ls.setsockopt(socket.SOL_SOCKET, 12, a.app_priority)  # SO_PRIORITY
 ls.listen(a.backlog)
@@ -59,6 +63,8 @@ for _ in range(a.count):
         c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.app_rcvbuf)
     if a.app_nodelay_off:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+    if a.app_nodelay_on:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     tos = geti(c, socket.IPPROTO_IPV6, IPV6_TCLASS) if fam == socket.AF_INET6 else geti(c, socket.IPPROTO_IP, socket.IP_TOS)
     d = {
         "rcvbuf": geti(c, socket.SOL_SOCKET, socket.SO_RCVBUF),

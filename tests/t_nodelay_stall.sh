@@ -1,0 +1,43 @@
+#!/bin/sh
+# TCP_NODELAY alone can make a stall: a client with Nagle on publishes at QoS 1 to a topic it
+# is subscribed to (bench/bsrv pub, bench/bcli pubsub: mosquitto and paho-mqtt's pattern).
+# Plain, the server's PUBACK waits for Nagle and carries the ACK of the client's own PUBACK;
+# with NODELAY it leaves at once and the client's next PUBLISH waits for the server's
+# delayed ACK (~40 ms); QUICKACK on the server removes that wait.  Counted: exchanges over
+# 20 ms out of 30, for the three settings, IPv4 and IPv6.
+. "$ROOT/tests/lib.sh"
+
+BB=$B/bench
+N=30
+for f in bsrv bcli; do
+	[ -x "$BB/$f" ] || { fail nodelay-stall "$BB/$f not built"; exit 0; }
+done
+
+# over FAMILY [VAR=value...]: exchanges over 20 ms in one run of N
+over() {
+	fam=$1
+	shift
+	host=127.0.0.1
+	[ "$fam" = 6 ] && host=::1
+	p=$(free_port)
+	env BENCH_LIFETIME=20 "$@" "$BB/bsrv" pub "$host" "$p" 2>>"$TMP/srv.err" &
+	sp=$!
+	"$BB/bcli" wait "$host" "$p" 2>/dev/null || { kill $sp; echo -1; return; }
+	line=$(timeout 15 "$BB/bcli" pubsub "$host" "$p" $N)
+	kill $sp 2>/dev/null
+	wait $sp 2>/dev/null
+	n=$(field "$line" n)
+	[ "$n" = $N ] || { echo -1; return; }
+	field "$line" over
+}
+
+for fam in 4 6; do
+	plain=$(over $fam)
+	nd=$(over $fam LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1)
+	ndqa=$(over $fam LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_QUICKACK=1)
+	what="over 20 ms of $N: plain $plain, nodelay $nd, nodelay+quickack $ndqa"
+	check v$fam.plain-few "$what" "$plain" -ge 0 -a "$plain" -le 5
+	check v$fam.nodelay-many "$what" "$nd" -ge 20
+	check v$fam.nodelay-quickack-few "$what" "$ndqa" -ge 0 -a "$ndqa" -le 5
+	echo "# v$fam $what"
+done
