@@ -172,6 +172,26 @@ static int system_preload(void)
 	return v == 1;
 }
 
+/* The variable an environment entry sets, if it tunes (or switches the library off),
+ * else -1: a SOCKTUNE_LOG left alone keeps no policy. */
+static int tuning_var(const char *entry)
+{
+	char name[64], err[8];
+	long long on = 0;
+	if (peek_str(entry, name, sizeof name) < 0)
+		return -1;
+	char *eq = strchr(name, '=');
+	if (!eq)
+		return -1;
+	*eq = '\0';
+	int id = st_var_by_env(name);
+	if (id < 0 || (id == ST_V_DISABLE && (st_parse_bool(eq + 1, &on, err, sizeof err) || !on)))
+		return -1;
+	return id == ST_V_DISABLE || id == ST_V_CLIENT || st_var_tunes_listeners((enum st_var_id)id)
+	               ? id
+	               : -1;
+}
+
 enum { ENV_KEPT, ENV_NO_PRELOAD, ENV_PRELOAD_OTHER, ENV_NO_POLICY, ENV_UNREADABLE };
 
 /* What envp (NULL: empty, as the kernel takes it) does to the library in the new program.
@@ -193,7 +213,10 @@ static int env_state(char *const envp[])
 			if (peek_str(ptrs[k], head, sizeof head) < 0)
 				return ENV_UNREADABLE;
 			if (!strncmp(head, "SOCKTUNE_", 9)) {
-				policy = 1;
+				int id = tuning_var(ptrs[k]);
+				if (id == ST_V_DISABLE)
+					return ENV_KEPT; /* switched off on purpose */
+				policy |= id >= 0;
 			} else if (!strncmp(head, "LD_PRELOAD=", 11)) {
 				char list[512];
 				long len = peek_str(ptrs[k] + 11, list, sizeof list);
@@ -378,7 +401,8 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 			snprintf(detail, sizeof detail, "LD_PRELOAD without libsocktune in the new environment");
 			break;
 		case ENV_NO_POLICY:
-			snprintf(detail, sizeof detail, "no SOCKTUNE_ variable in the new environment");
+			snprintf(detail, sizeof detail,
+			         "no SOCKTUNE_ variable that tunes in the new environment");
 			break;
 		default: /* kept, or an environment the exec will refuse (EFAULT) */
 			goto out;

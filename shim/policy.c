@@ -396,7 +396,7 @@ int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_er
 	return errors;
 }
 
-int st_policy_tunes_listeners(const struct st_policy *p)
+int st_var_tunes_listeners(enum st_var_id id)
 {
 	static const enum st_var_id vars[] = {
 		ST_V_RCVBUF, ST_V_SNDBUF, ST_V_BACKLOG, ST_V_BACKLOG_MIN, ST_V_BACKLOG_MAX,
@@ -404,7 +404,15 @@ int st_policy_tunes_listeners(const struct st_policy *p)
 		ST_V_NOTSENT_LOWAT, ST_V_DEFER_ACCEPT, ST_V_FASTOPEN, ST_V_REUSEPORT, ST_V_TOS,
 		ST_V_PRIORITY, ST_V_MARK, ST_V_STATS};
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-		if (st_has(p, vars[i]))
+		if (vars[i] == id)
+			return 1;
+	return 0;
+}
+
+int st_policy_tunes_listeners(const struct st_policy *p)
+{
+	for (int id = 0; id < ST_V_COUNT; id++)
+		if (st_has(p, (enum st_var_id)id) && st_var_tunes_listeners((enum st_var_id)id))
 			return 1;
 	return 0;
 }
