@@ -13,7 +13,10 @@
  * stack use is under 4 KiB, the line included. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +43,7 @@ static const char *self_base = "";
 #define SEEN_SHARED (4096 / sizeof(uint64_t))
 #define SEEN_LOCAL 64
 static _Atomic uint64_t seen_local[SEEN_LOCAL];
-static _Atomic uint64_t *seen = seen_local;
+static _Atomic uint64_t *named = seen_local;
 static size_t seen_n = SEEN_LOCAL;
 
 void st_exec_init(void)
@@ -58,7 +61,7 @@ void st_exec_init(void)
 	void *m = mmap(NULL, SEEN_SHARED * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 	               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m != MAP_FAILED) {
-		seen = m;
+		named = m;
 		seen_n = SEEN_SHARED;
 	}
 }
@@ -71,7 +74,7 @@ static int claim(const char *key)
 		h = (h ^ *c) * 1099511628211ull;
 	h |= 1;
 	for (size_t i = 0; i < seen_n; i++) {
-		_Atomic uint64_t *slot = &seen[(h + i) % seen_n];
+		_Atomic uint64_t *slot = &named[(h + i) % seen_n];
 		uint64_t cur = atomic_load_explicit(slot, memory_order_relaxed);
 		if (cur == h)
 			return 0;
@@ -85,13 +88,18 @@ static int claim(const char *key)
 
 /* ---- reading what the caller handed over, never past a fault ---- */
 
-/* Copy up to n (<= 4096) bytes at p; returns how many could be read (a read stops at the
- * first page that is not mapped).  Pieces are split at 4 KiB boundaries, which every page
- * size respects. */
-static size_t peek(const void *p, void *out, size_t n)
+/* Copy up to n (<= 4096) bytes at p from process pid's memory (ours, or a vfork child's,
+ * which is ours); returns how many could be read (a read stops at the first page that is
+ * not mapped).  Pieces are split at 4 KiB boundaries, which every page size respects.
+ * pid 0: memory we trust (environ), copied directly, never past p's page. */
+static size_t peek(pid_t pid, const void *p, void *out, size_t n)
 {
 	uintptr_t a = (uintptr_t)p;
 	size_t first = 4096 - (a & 4095);
+	if (pid == 0) { /* memory we trust, read only as far as its page */
+		memcpy(out, p, n < first ? n : first);
+		return n < first ? n : first;
+	}
 	struct iovec local[2] = {{out, n}, {0, 0}}, remote[2] = {{(void *)p, n}, {0, 0}};
 	unsigned long cnt = 1;
 	if (n > first) {
@@ -100,13 +108,13 @@ static size_t peek(const void *p, void *out, size_t n)
 		remote[1] = (struct iovec){(char *)p + first, n - first};
 		cnt = 2;
 	}
-	ssize_t r = process_vm_readv(getpid(), local, cnt, remote, cnt, 0);
+	ssize_t r = process_vm_readv(pid, local, cnt, remote, cnt, 0);
 	return r > 0 ? (size_t)r : 0;
 }
 
 /* The string at s into out (n bytes, NUL-terminated, cut if longer).  Returns its length,
  * n - 1 if cut, or -1 when it cannot be read to its end or to n - 1 bytes. */
-static long peek_str(const char *s, char *out, size_t n)
+static long peek_str(pid_t pid, const char *s, char *out, size_t n)
 {
 	size_t got = 0;
 	while (got + 1 < n) {
@@ -114,7 +122,7 @@ static long peek_str(const char *s, char *out, size_t n)
 		size_t want = 4096 - (a & 4095);
 		if (want > n - 1 - got)
 			want = n - 1 - got;
-		size_t r = peek(s + got, out + got, want);
+		size_t r = peek(pid, s + got, out + got, want);
 		char *nul = memchr(out + got, '\0', r);
 		if (nul)
 			return nul - out;
@@ -174,11 +182,11 @@ static int system_preload(void)
 
 /* The variable an environment entry sets, if it tunes (or switches the library off),
  * else -1: a SOCKTUNE_LOG left alone keeps no policy. */
-static int tuning_var(const char *entry)
+static int tuning_var(pid_t pid, const char *entry)
 {
 	char name[64], err[8];
 	long long on = 0;
-	if (peek_str(entry, name, sizeof name) < 0)
+	if (peek_str(pid, entry, name, sizeof name) < 0)
 		return -1;
 	char *eq = strchr(name, '=');
 	if (!eq)
@@ -196,36 +204,55 @@ enum { ENV_KEPT, ENV_NO_PRELOAD, ENV_PRELOAD_OTHER, ENV_NO_POLICY, ENV_UNREADABL
 
 /* What envp (NULL: empty, as the kernel takes it) does to the library in the new program.
  * With several LD_PRELOAD entries the loader takes the last. */
-static int env_state(char *const envp[])
+static int env_state(pid_t pid, char *const envp[])
 {
 	int preload = -1, policy = 0;
-	char *ptrs[32];
-	char head[16];
+	/* 16 entries at a time: their pointers, then the first bytes of each in one call */
+	enum { BATCH = 16, HEAD = 16 };
+	char *ptrs[BATCH];
+	char heads[BATCH][HEAD];
+	struct iovec lv[BATCH], rv[BATCH];
 	for (size_t i = 0, got; envp; i += got) {
 		if (i >= 65536)
 			return ENV_UNREADABLE;
-		got = peek(envp + i, ptrs, sizeof ptrs) / sizeof ptrs[0];
+		got = peek(pid, envp + i, ptrs, sizeof ptrs) / sizeof ptrs[0];
 		if (got == 0)
 			return ENV_UNREADABLE;
-		for (size_t k = 0; k < got; k++) {
-			if (!ptrs[k])
-				goto done;
-			if (peek_str(ptrs[k], head, sizeof head) < 0)
-				return ENV_UNREADABLE;
+		size_t m = 0, want = 0;
+		for (; m < got && ptrs[m]; m++) {
+			/* never past the page the string starts in: a short string at the end of
+			 * a mapping reads as it is */
+			size_t len = 4096 - ((uintptr_t)ptrs[m] & 4095);
+			if (len > HEAD - 1)
+				len = HEAD - 1;
+			memset(heads[m], 0, HEAD);
+			lv[m] = (struct iovec){heads[m], len};
+			rv[m] = (struct iovec){ptrs[m], len};
+			want += len;
+		}
+		if (pid == 0)
+			for (size_t k = 0; k < m; k++)
+				memcpy(lv[k].iov_base, rv[k].iov_base, lv[k].iov_len);
+		else if (m && process_vm_readv(pid, lv, m, rv, m, 0) != (ssize_t)want)
+			return ENV_UNREADABLE; /* the exec fails with EFAULT */
+		for (size_t k = 0; k < m; k++) {
+			const char *head = heads[k];
 			if (!strncmp(head, "SOCKTUNE_", 9)) {
-				int id = tuning_var(ptrs[k]);
+				int id = tuning_var(pid, ptrs[k]);
 				if (id == ST_V_DISABLE)
 					return ENV_KEPT; /* switched off on purpose */
 				policy |= id >= 0;
 			} else if (!strncmp(head, "LD_PRELOAD=", 11)) {
 				char list[512];
-				long len = peek_str(ptrs[k] + 11, list, sizeof list);
+				long len = peek_str(pid, ptrs[k] + 11, list, sizeof list);
 				if (len < 0)
 					return ENV_UNREADABLE;
 				/* a list longer than we read, without us in its start: do not guess */
 				preload = names_us(list) || len == (long)sizeof list - 1;
 			}
 		}
+		if (m < got)
+			goto done; /* the NULL that ends envp */
 		if (got < sizeof ptrs / sizeof ptrs[0] && ((uintptr_t)(envp + i + got) & 4095))
 			return ENV_UNREADABLE; /* stopped short of a page end: unreadable */
 	}
@@ -342,6 +369,44 @@ static void fd_name(int fd, char *out, size_t n)
 		out[len] = '\0';
 }
 
+/* How many TCP listeners the new program inherits: descriptors without close-on-exec
+ * that listen (a dup2() onto 3 for socket activation included).  One pass over
+ * /proc/self/fd, made only when a line is written. */
+static int inherited_listeners(void)
+{
+	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	char buf[512] __attribute__((aligned(8))); /* read as struct dirent64 */
+	long n;
+	int seen = 0, count = 0;
+	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		for (long o = 0; o < n; seen++) {
+			struct dirent64 *d = (struct dirent64 *)(buf + o);
+			o += d->d_reclen;
+			long fd = 0;
+			const char *c = d->d_name;
+			for (; *c >= '0' && *c <= '9' && fd < INT_MAX / 10; c++)
+				fd = fd * 10 + (*c - '0');
+			int on = 0, proto = 0;
+			socklen_t l = sizeof on;
+			struct stat st;
+			if (*c || c == d->d_name || fd == dir)
+				continue;
+			int fl = fcntl((int)fd, F_GETFD);
+			if (fl < 0 || (fl & FD_CLOEXEC) || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+			    st_real.getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &l) != 0 || !on)
+				continue;
+			l = sizeof proto;
+			if (st_real.getsockopt((int)fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 &&
+			    (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP))
+				count++;
+		}
+	}
+	syscall(SYS_close, dir);
+	return count;
+}
+
 void st_exec_check(const char *call, int dirfd, const char *file, int flags, int search,
                    char *const envp[], int resetids)
 {
@@ -351,49 +416,53 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 	char name[384], prog[512], at[32], detail[128];
 	struct stat st;
 	/* the file, found as the kernel (or execvp's search) will find it, and a path to it
-	 * for the calls that take one; a file that is not there: the exec fails, no line */
-	if (!file || peek_str(file, name, sizeof name) <= 0) {
-		if (!(flags & AT_EMPTY_PATH) || !file)
+	 * for the calls that take one; a file that is not there: the exec fails, no line.
+	 * The kernel reads the name for the first call that takes it (fstatat, faccessat):
+	 * once that did not say EFAULT, the name is readable up to its end or PATH_MAX. */
+	if (!file)
+		goto out;
+	if (!search) {
+		int at_flags = (flags & AT_SYMLINK_NOFOLLOW) | (flags & AT_EMPTY_PATH);
+		if (fstatat(dirfd, file, &st, at_flags) != 0)
 			goto out;
-		name[0] = '\0';
+	} else if (syscall(SYS_faccessat, AT_FDCWD, file, F_OK) != 0 && errno == EFAULT) {
+		goto out;
 	}
+	size_t len = strnlen(file, sizeof name);
+	if (len == sizeof name)
+		goto out; /* longer than we keep: not named */
+	memcpy(name, file, len + 1);
 	if (search) {
 		if (!name[0] || search_path(name, prog, sizeof prog, &st) != 0)
 			goto out;
-		snprintf(at, sizeof at, "%s", "");
+		at[0] = '\0';
 	} else if (!name[0]) { /* fexecve, execveat(fd, "", ..., AT_EMPTY_PATH) */
-		if (fstat(dirfd, &st) != 0)
-			goto out;
 		fd_name(dirfd, prog, sizeof prog);
 		snprintf(at, sizeof at, "/proc/self/fd/%d", dirfd);
+	} else if (dirfd != AT_FDCWD && name[0] != '/') {
+		fd_name(dirfd, prog, sizeof prog);
+		size_t dl = strlen(prog);
+		snprintf(prog + dl, sizeof prog - dl, "/%s", name);
+		snprintf(at, sizeof at, "/proc/self/fd/%d/", dirfd);
 	} else {
-		if (fstatat(dirfd, name, &st, flags & AT_SYMLINK_NOFOLLOW) != 0)
-			goto out;
-		if (dirfd != AT_FDCWD && name[0] != '/') {
-			fd_name(dirfd, prog, sizeof prog);
-			size_t dl = strlen(prog);
-			snprintf(prog + dl, sizeof prog - dl, "/%s", name);
-			snprintf(at, sizeof at, "/proc/self/fd/%d/", dirfd);
-		} else {
-			snprintf(prog, sizeof prog, "%s", name);
-			at[0] = '\0';
-		}
+		snprintf(prog, sizeof prog, "%s", name);
+		at[0] = '\0';
 	}
 	if (!S_ISREG(st.st_mode))
 		goto out;
 
 	/* a path for statvfs/getxattr/open: the file itself, or through /proc for a descriptor */
-	char path[sizeof at + sizeof name];
-	if (search)
-		snprintf(path, sizeof path, "%s", prog);
-	else
-		snprintf(path, sizeof path, "%s%s", at, name);
+	char at_name[sizeof at + sizeof name];
+	snprintf(at_name, sizeof at_name, "%s%s", at, name);
+	const char *path = search ? prog : at_name;
 
 	const char *reason;
 	if (secure_exec(&st, path, resetids, detail, sizeof detail)) {
 		reason = "secure-exec";
 	} else {
-		switch (env_state(envp)) {
+		/* environ is ours, read as it is (libc's getenv() does); an envp the caller
+		 * made is read through process_vm_readv */
+		switch (env_state(envp == environ ? 0 : getpid(), envp)) {
 		case ENV_NO_PRELOAD:
 			snprintf(detail, sizeof detail, "no LD_PRELOAD in the new environment");
 			break;
@@ -412,14 +481,19 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 	if (ST_LOG_WARN > st_log_level || !claim(prog))
 		goto out;
 	st_sanitize(prog, prog, sizeof prog);
+	/* What still holds is what the kernel keeps on the sockets it inherits; with none
+	 * (squid's coordinator opens the listener itself, after its exec), nothing does. */
+	int listeners = inherited_listeners();
+	const char *kept = listeners > 0 ? "listener options on inherited sockets"
+	                 : listeners == 0 ? "nothing: it inherits no listener"
+	                                  : "listener options on inherited sockets, if any";
 #define EXEC_LINE                                                                            \
-	"event=exec-untuned call=%s program=\"%s\" reason=%s detail=\"%s\" "                 \
-	"kept=\"listener options on inherited sockets\" "                                    \
-	"lost=\"per-connection work (quick-ack re-arm, SO_PRIORITY), new listeners\""
+	"event=exec-untuned call=%s program=\"%s\" reason=%s detail=\"%s\" listeners=%d "   \
+	"kept=\"%s\" lost=\"per-connection work (quick-ack re-arm, SO_PRIORITY), new listeners\""
 	if (st_in_vfork_child())
-		st_log_line_borrowed(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail);
+		st_log_line_borrowed(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, listeners, kept);
 	else
-		st_log_line(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail);
+		st_log_line(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, listeners, kept);
 #undef EXEC_LINE
 out:
 	errno = saved;

@@ -8,7 +8,7 @@
  *              set to PROG's directory).  COUNT workers (default 1), each in its own
  *              fork() child (posix_spawn: the call itself), one after the other.
  *     With EXECPROBE_EUID=N, it sets its effective uid to N after listening (as squid
- *     does).  Then listens once more (a line the library writes after the workers).
+ *     does); with EXECPROBE_INHERIT=1 the workers inherit the listener (no close-on-exec).  Then listens once more (a line the library writes after the workers).
  *     Output: "RUN variant=V ok=N count=C pid=P" (ok: workers that exited 0).
  *   execprobe fail
  *     Every variant on a program that does not exist, and execve with unreadable
@@ -34,11 +34,11 @@ static void strip_env(void)
 	stripped[n] = NULL;
 }
 
-static int listen_once(void)
+static int listen_once(int inherit)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = parse_addr("127.0.0.1", "0", &ss);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_STREAM | (inherit ? 0 : SOCK_CLOEXEC), 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 16) != 0)
 		die("listener: %s", strerror(errno));
 	return fd;
@@ -106,7 +106,7 @@ static int run(const char *mode, const char *variant, const char *prog, int coun
 		setenv("PATH", dirname(dir), 1);
 	strip_env();
 	char **envp = !strcmp(mode, "strip") ? stripped : environ;
-	listen_once();
+	listen_once(getenv("EXECPROBE_INHERIT") != NULL);
 	/* a master that drops its effective uid after listening (squid): its execs are secure */
 	const char *euid = getenv("EXECPROBE_EUID");
 	if (euid && seteuid((uid_t)num_arg("EXECPROBE_EUID", euid, 0, 65535)) != 0)
@@ -141,7 +141,7 @@ static int run(const char *mode, const char *variant, const char *prog, int coun
 			die("fork: %s", strerror(errno));
 		ok += wait_ok(pid);
 	}
-	listen_once();
+	listen_once(0);
 	printf("RUN variant=%s ok=%d count=%d pid=%ld\n", variant, ok, count, (long)getpid());
 	return ok == count ? 0 : 1;
 }
