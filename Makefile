@@ -21,7 +21,7 @@ LDFLAGS ?=
 SHLIB_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=shim/libsocktune.map
 LIBS    := -ldl -lpthread
 
-LIB_SRC    := shim/hooks.c shim/raw.c shim/apply.c shim/fdtable.c shim/log.c shim/host.c shim/policy.c \
+LIB_SRC    := shim/hooks.c shim/hooks_exec.c shim/exec.c shim/raw.c shim/apply.c shim/fdtable.c shim/log.c shim/host.c shim/policy.c \
               shim/stats.c
 LIB_OBJ    := $(LIB_SRC:shim/%.c=$(BUILD)/lib/%.o)
 HDRS       := include/socktune.h include/socktune_stats.h shim/shim.h

@@ -165,6 +165,12 @@ int st_var_by_option(const char *name);
 typedef void (*st_error_fn)(void *ctx, const char *name, const char *value, const char *msg);
 int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_error, void *ctx);
 
+/* Whether the policy sets anything on listeners (a size, a flag, the backlog, stats): with
+ * only logging set, say, nothing is tuned. */
+int st_policy_tunes_listeners(const struct st_policy *p);
+/* Whether variable id is one of those (SOCKTUNE_NODELAY is, SOCKTUNE_LOG is not). */
+int st_var_tunes_listeners(enum st_var_id id);
+
 /* Expand %p in a log file path.  Returns 0, or -1 if it does not fit. */
 int st_expand_path(const char *pattern, long pid, char *out, size_t n);
 

@@ -642,15 +642,7 @@ static void apply_all(int fd, int family, unsigned kind, unsigned need, unsigned
  * listener is not tuned, and its line is debug, not info. */
 static int tunes_listeners(void)
 {
-	static const enum st_var_id vars[] = {
-		ST_V_RCVBUF, ST_V_SNDBUF, ST_V_BACKLOG, ST_V_BACKLOG_MIN, ST_V_BACKLOG_MAX,
-		ST_V_NODELAY, ST_V_QUICKACK, ST_V_KEEPALIVE, ST_V_USER_TIMEOUT, ST_V_CONGESTION,
-		ST_V_NOTSENT_LOWAT, ST_V_DEFER_ACCEPT, ST_V_FASTOPEN, ST_V_REUSEPORT, ST_V_TOS,
-		ST_V_PRIORITY, ST_V_MARK, ST_V_STATS};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-		if (st_has(&st_policy, vars[i]))
-			return 1;
-	return 0;
+	return st_policy_tunes_listeners(&st_policy);
 }
 
 enum { TUNED, SKIPPED, FAILED };

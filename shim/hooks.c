@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,6 +96,14 @@ static void init_once(void)
 	LOAD(connect, "connect", connect, 0);
 	LOAD(setsockopt, "setsockopt", setsockopt, 0);
 	LOAD(getsockopt, "getsockopt", NULL, 0);
+	LOAD(execve, "execve", execve, 0);
+	LOAD(execveat, "execveat", execveat, 1);
+	LOAD(fexecve, "fexecve", fexecve, 0);
+	LOAD(execv, "execv", execv, 0);
+	LOAD(execvp, "execvp", execvp, 0);
+	LOAD(execvpe, "execvpe", execvpe, 0);
+	LOAD(posix_spawn, "posix_spawn", posix_spawn, 0);
+	LOAD(posix_spawnp, "posix_spawnp", posix_spawnp, 0);
 #undef LOAD
 
 	/* A setuid or file-capability program: the loader should have dropped LD_PRELOAD; if we
@@ -107,6 +116,7 @@ static void init_once(void)
 	st_log_init(&st_policy);
 	st_pid_init();
 	st_enabled = 1;
+	st_exec_init();
 	st_adopt_inherited();
 }
 

@@ -360,17 +360,50 @@ void st_line_add(struct st_line *l, const char *fmt, ...)
 		l->n += (size_t)w < sizeof l->b - l->n ? (size_t)w : sizeof l->b - l->n - 1;
 }
 
-void st_log_line(int level, const char *fmt, ...)
+/* A vfork() child runs in our memory until it execs: the log's state (which file, for
+ * which pid) is the parent's, and must stay so.  The line goes to the parent's file if
+ * this child still holds it (a copy of the parent's descriptor table, closed at exec), else
+ * to a file opened for this line alone and closed again, else to stderr. */
+static int log_target_borrowed(int *file, int *transient)
+{
+	*file = *transient = 0;
+	if (!log_pattern)
+		return stderr_fd();
+	unsigned long long w = atomic_load(&log_word);
+	int fd = atomic_load(&log_fd);
+	if ((w & 3) == LOG_READY && still_ours(fd)) {
+		*file = 1;
+		return fd;
+	}
+	if ((w & 3) == LOG_FAILED)
+		return stderr_fd();
+	char path[sizeof st_policy.log_file + 24];
+	if (st_expand_path(log_pattern, getpid(), path, sizeof path) != 0)
+		return stderr_fd();
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+	                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+	                          O_NONBLOCK,
+	                  0644);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 ||
+	                (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)))) {
+		syscall(SYS_close, fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return stderr_fd();
+	*file = *transient = 1;
+	return fd;
+}
+
+static void log_vline(int level, int borrowed, const char *fmt, va_list ap)
 {
 	if (level > st_log_level || level <= ST_LOG_OFF)
 		return;
 	int saved = errno;
 	struct st_line l = {.n = 0};
 	st_line_add(&l, "socktune pid=%ld level=%s ", (long)getpid(), level_names[level]);
-	va_list ap;
-	va_start(ap, fmt);
 	int w = vsnprintf(l.b + l.n, sizeof l.b - l.n - 1, fmt, ap);
-	va_end(ap);
 	if (w > 0 && (size_t)w < sizeof l.b - l.n - 1) {
 		l.n += (size_t)w;
 	} else if (w > 0) {
@@ -381,14 +414,32 @@ void st_log_line(int level, const char *fmt, ...)
 			l.n--;
 	}
 	l.b[l.n++] = '\n';
-	int file;
-	int fd = log_target(&file);
+	int file, transient = 0;
+	int fd = borrowed ? log_target_borrowed(&file, &transient) : log_target(&file);
 	/* The first failed write to the file (ENOSPC of /dev/full, EIO, EPIPE of a FIFO whose
 	 * reader left) is said once on stderr; the lines are lost, not moved. */
 	int err = fd >= 0 ? log_write(fd, l.b, l.n) : 0;
+	if (transient)
+		syscall(SYS_close, fd);
 	if (err && file && !atomic_exchange(&log_write_warned, 1))
 		log_file_warn(getpid(), err, "dropped");
 	errno = saved;
+}
+
+void st_log_line(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vline(level, 0, fmt, ap);
+	va_end(ap);
+}
+
+void st_log_line_borrowed(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vline(level, 1, fmt, ap);
+	va_end(ap);
 }
 
 /* Configuration errors wait for the first governed socket. */

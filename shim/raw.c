@@ -3,6 +3,7 @@
  * runs: a signal handler, an allocator that reads a file), every hook passes its call
  * through one of these, so a hook never has to wait for init or test for NULL.  Each does
  * what the libc function does for a socket; errno is set by syscall(). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -85,6 +86,52 @@ static int raw_getsockopt(int fd, int lv, int o, void *v, socklen_t *l)
 	return (int)syscall(SYS_getsockopt, fd, lv, o, v, l);
 }
 
+static int raw_execve(const char *path, char *const argv[], char *const envp[])
+{
+	return (int)syscall(SYS_execve, path, argv, envp);
+}
+static int raw_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int f)
+{
+	return (int)syscall(SYS_execveat, dirfd, path, argv, envp, f);
+}
+static int raw_fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return raw_execveat(fd, "", argv, envp, AT_EMPTY_PATH);
+}
+extern char **environ;
+static int raw_execv(const char *path, char *const argv[]) { return raw_execve(path, argv, environ); }
+/* The PATH search and posix_spawn are libc's own work: their fallbacks look libc's up at
+ * their first call (an exec from a signal handler that lands while init runs). */
+static void *next_sym(const char *name)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+	if (!sym)
+		errno = ENOSYS;
+	return sym;
+}
+static int lazy_execvp(const char *file, char *const argv[])
+{
+	int (*f)(const char *, char *const[]) = next_sym("execvp");
+	return f ? f(file, argv) : -1;
+}
+static int lazy_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	int (*f)(const char *, char *const[], char *const[]) = next_sym("execvpe");
+	return f ? f(file, argv, envp) : -1;
+}
+static int lazy_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	__typeof__(st_real.posix_spawn) f = next_sym("posix_spawn");
+	return f ? f(pid, path, fa, attr, argv, envp) : ENOSYS;
+}
+static int lazy_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	__typeof__(st_real.posix_spawnp) f = next_sym("posix_spawnp");
+	return f ? f(pid, file, fa, attr, argv, envp) : ENOSYS;
+}
+
 struct st_real st_real = {
 	.socket = raw_socket,
 	.socketpair = raw_socketpair,
@@ -108,4 +155,12 @@ struct st_real st_real = {
 	.connect = raw_connect,
 	.setsockopt = raw_setsockopt,
 	.getsockopt = raw_getsockopt,
+	.execve = raw_execve,
+	.execveat = raw_execveat,
+	.fexecve = raw_fexecve,
+	.execv = raw_execv,
+	.execvp = lazy_execvp,
+	.execvpe = lazy_execvpe,
+	.posix_spawn = lazy_posix_spawn,
+	.posix_spawnp = lazy_posix_spawnp,
 };

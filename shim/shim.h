@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <spawn.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -37,6 +38,18 @@ struct st_real {
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*setsockopt)(int, int, int, const void *, socklen_t);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	/* the exec family (hooks_exec.c): a raw execve/execveat where one does the job, else
+	 * libc's, looked up at the first call */
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+	                   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+	                    const posix_spawnattr_t *, char *const[], char *const[]);
 };
 
 extern struct st_real st_real;
@@ -137,6 +150,16 @@ static inline void st_after_receive(int fd, ssize_t r)
 		st_rearm_quickack(fd);
 }
 
+/* ---- exec (exec.c): say so when a program is exec'd in a way that loses the library ---- */
+/* At init, when the policy is live: the library's own path, and the memory of programs
+ * already reported, shared with fork() children. */
+void st_exec_init(void);
+/* Before an exec of file (relative to dirfd, or looked up in PATH when search is set, as
+ * execvp does) with envp: one warning per program that will run without the policy.
+ * resetids: POSIX_SPAWN_RESETIDS (the child drops to the real ids first).  Keeps errno. */
+void st_exec_check(const char *call, int dirfd, const char *file, int flags, int search,
+                   char *const envp[], int resetids);
+
 /* ---- live counters (stats.c), only with SOCKTUNE_STATS ---- */
 struct st_stats_file;
 extern struct st_stats_file *st_stats;
@@ -163,6 +186,9 @@ int st_port_ephemeral(unsigned port);
 extern int st_log_level;
 void st_log_init(const struct st_policy *p);
 void st_log_line(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same from a vfork() child, which runs in our memory: the log's state is left as the
+ * parent has it (the line may go to a file opened and closed for it alone). */
+void st_log_line_borrowed(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The level test inline, so a debug line on the accept path costs a compare at info. */
 #define st_log(level, ...) \
 	((level) <= st_log_level ? st_log_line((level), __VA_ARGS__) : (void)0)
