@@ -370,7 +370,7 @@ static int log_target_borrowed(int *file, int *transient)
 	if (!log_pattern)
 		return stderr_fd();
 	unsigned long long w = atomic_load(&log_word);
-	int fd = atomic_load(&log_fd);
+	int fd = atomic_load(&st_log_fd);
 	if ((w & 3) == LOG_READY && still_ours(fd)) {
 		*file = 1;
 		return fd;
