@@ -267,8 +267,8 @@ ST_EXPORT void closefrom(int lowfd)
 }
 
 /* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old
- * one's socket (a connection keeps its quick-ack mark; a listener is adopted afresh at its
- * next accept, since its record belongs to the old number). */
+ * one's socket (a connection keeps its quick-ack mark; a listener's copy shares its record:
+ * the same listener, not adopted again). */
 ST_EXPORT int dup2(int oldfd, int newfd)
 {
 	int live = st_live();
