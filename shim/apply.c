@@ -141,17 +141,21 @@ static int opt_lookup(int level, int optname)
 
 struct st_listener {
 	_Atomic int used;
+	_Atomic int refs;        /* entries that name it: a listener and its copies (dup()) */
 	_Atomic int checked;     /* 0: no connection accepted yet, 1: being checked, 2: checked */
 	_Atomic uint32_t percon; /* options applied per accepted connection */
 	_Atomic int queued;      /* adopted: connections that were queued before the tuning */
 	int family;
 	int fd;             /* the number it was tuned under, and the socket's inode: a record */
-	unsigned long ino;  /* whose number now names something else is reclaimed when full */
+	_Atomic unsigned long ino; /* whose number now names something else is reclaimed when
+	                            * full; a copy of the listener finds its record by it (0
+	                            * until the record is complete, and once it is free) */
 	_Atomic int stats_slot; /* SOCKTUNE_STATS slot, or -1; STATS_LATER, STATS_CLAIMING */
 	int eff[O_COUNT]; /* what the kernel reports on the listener, NOT_SET if not applied */
 };
 
 static struct st_listener listeners[ST_MAX_LISTENERS];
+static _Atomic unsigned listeners_high; /* one past the highest record ever taken */
 
 /* The scan of inherited descriptors at start ran (st_adopt_inherited).  Then, while there is
  * no descriptor table, the process has made no TCP socket through socket() and inherited no
@@ -173,10 +177,13 @@ static struct st_listener *record_of(uint64_t e)
 	               ? &listeners[(e >> ST_FD_REC_SHIFT) - 1] : NULL;
 }
 
+/* Each entry that names a record holds one reference; the last one released closes the
+ * listener's stats slot and frees the record (a copy closed alone leaves both). */
 static void release_record(uint64_t e)
 {
 	struct st_listener *L = record_of(e);
-	if (L) {
+	if (L && atomic_fetch_sub(&L->refs, 1) == 1) {
+		atomic_store(&L->ino, 0);
 		st_stats_listener_closed(L->stats_slot);
 		atomic_store(&L->used, 0);
 	}
@@ -404,7 +411,7 @@ static void reclaim_records(void)
 		uint64_t e = st_fd_get(L->fd);
 		struct stat st;
 		if (record_of(e) != L || (fstat(L->fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-		                          (unsigned long)st.st_ino == L->ino))
+		                          (unsigned long)st.st_ino == atomic_load(&L->ino)))
 			continue;
 		if (st_fd_cas(L->fd, &e, ST_FD_UNKNOWN))
 			release_record(e); /* the one who took the entry frees the record */
@@ -416,14 +423,66 @@ static struct st_listener *take_record(unsigned *index)
 	for (unsigned i = 0; i < ST_MAX_LISTENERS; i++) {
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&listeners[i].used, &expect, 1)) {
+			atomic_store(&listeners[i].refs, 1);
 			atomic_store(&listeners[i].checked, 0);
 			atomic_store(&listeners[i].percon, 0);
 			atomic_store(&listeners[i].queued, 0);
 			*index = i;
+			unsigned high = atomic_load(&listeners_high);
+			while (high <= i && !atomic_compare_exchange_weak(&listeners_high, &high, i + 1))
+				;
 			return &listeners[i];
 		}
 	}
 	return NULL;
+}
+
+static uint64_t listener_entry(unsigned index)
+{
+	return ST_FD_LISTENER | ((uint64_t)(index + 1) << ST_FD_REC_SHIFT);
+}
+
+/* A copy of a listener already tuned (dup(), fcntl(F_DUPFD), dup2(), one inherited twice,
+ * a fork child's dup of its parent's): the same socket, so the same record, found by the
+ * socket's inode.  Gives fd (whose entry is still *expect) an entry of its own on that
+ * record, holding a reference; no option is set again, no listen(), no line at info.
+ * Returns the new entry, or 0 when no tuned listener has that inode. */
+static uint64_t share_listener(int fd, uint64_t expect, unsigned long ino)
+{
+	unsigned high = atomic_load(&listeners_high);
+	for (unsigned i = 0; ino && i < high && i < ST_MAX_LISTENERS; i++) {
+		struct st_listener *L = &listeners[i];
+		if (atomic_load_explicit(&L->ino, memory_order_acquire) != ino)
+			continue;
+		int r = atomic_load(&L->refs);
+		while (r > 0 && !atomic_compare_exchange_weak(&L->refs, &r, r + 1))
+			;
+		if (r <= 0)
+			continue; /* released meanwhile */
+		uint64_t v = listener_entry(i);
+		if (atomic_load_explicit(&L->ino, memory_order_acquire) != ino) {
+			release_record(v); /* freed and taken by another listener meanwhile */
+			continue;
+		}
+		if (app_wins()) { /* what the app set on the listener stays the app's on the copy */
+			uint64_t orig = st_fd_get(L->fd);
+			if (record_of(orig) == L)
+				v |= orig & APP_BITS;
+		}
+		if (!st_fd_cas(fd, &expect, v)) {
+			release_record(v); /* closed while we looked */
+			return 0;
+		}
+		st_log(ST_LOG_DEBUG, "event=listener-copy fd=%d listener=%d", fd, L->fd);
+		return v;
+	}
+	return 0;
+}
+
+static unsigned long socket_ino(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? (unsigned long)st.st_ino : 0;
 }
 
 static struct st_listener *listener_alloc(unsigned *index)
@@ -646,13 +705,87 @@ static int tunes_listeners(void)
 }
 
 enum { TUNED, SKIPPED, FAILED };
-enum { ADOPT_AT_START = 2 }; /* tune_listener's adopting: 0 listen(), 1 first accept, 2 start */
+/* tune_listener's adopting: 0 listen(), 1 first accept, 2 start, 3 the app's listen() on a
+ * socket that listens already but has no record (inherited with no scan at start) */
+enum { ADOPT_AT_START = 2, RELISTEN_UNTRACKED = 3 };
 #define STATS_LATER (-2)
 #define STATS_CLAIMING (-3)
 
+/* The backlog keys of a listen line, and the clamp warning when somaxconn cut the number. */
+static void add_backlog(struct st_line *head, int fd, const char *addr, int app_backlog, int want,
+                        int effective, const char *dry, int warn)
+{
+	st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, want,
+	            effective);
+	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
+	int clamped = want >= 0 && (*dry ? (somaxconn >= 0 && want > somaxconn)
+	                                 : (effective >= 0 && effective < want));
+	if (clamped)
+		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+		       "event=clamp option=backlog fd=%d want=%d effective=%lld "
+		       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"%s",
+		       fd, want, *dry ? somaxconn : effective, somaxconn, want, dry);
+	/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
+	 * -1 = somaxconn) gets less, which the operator rarely meant. */
+	long long asked = app_backlog < 0 ? somaxconn : app_backlog;
+	if (st_has(&st_policy, ST_V_BACKLOG) && want >= 0 && asked > want) {
+		char means[48] = "";
+		if (app_backlog < 0)
+			snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
+			         somaxconn);
+		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+		       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
+		       "fix=\"use --backlog-min %d to only raise\"%s",
+		       fd, addr, app_backlog, means, want, want, dry);
+	}
+}
+
+/* What a listener found listening carries now, for each option the policy sets (TCP_CONGESTION:
+ * 1 when it is the policy's), so that one tuned already (by the parent that exec'd us) is
+ * told apart from one the tuning changed. */
+static void read_current(int fd, int family, int *cur)
+{
+	for (int i = 0; i < O_COUNT; i++) {
+		int level, optname, want;
+		const char *label;
+		cur[i] = NOT_SET;
+		if (!opt_want(i, &want) || (opts[i].flags & F_BEFORE_BIND))
+			continue;
+		opt_sockopt(i, family, &level, &optname, &label);
+		if (opts[i].flags & F_STRING) {
+			char name[16];
+			if (get_name(fd, name, sizeof name) == 0)
+				cur[i] = strcmp(name, st_policy.congestion) == 0;
+		} else if (get_int(fd, level, optname, &cur[i]) != 0) {
+			cur[i] = NOT_SET;
+		}
+	}
+}
+
+/* Whether cur (read_current) is what applying the policy would leave: buffers read back
+ * doubled, after the cut to their sysctl. */
+static int already_tuned(const int *cur)
+{
+	for (int i = 0; i < O_COUNT; i++) {
+		int want;
+		if (!opt_want(i, &want) || (opts[i].flags & F_BEFORE_BIND))
+			continue;
+		long long expect = (opts[i].flags & F_STRING) ? 1 : want;
+		if (opts[i].flags & F_BUFFER) {
+			long long max = i == O_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE)
+			                        ? -1 : st_sysctl_num(opts[i].limit, -1);
+			expect = 2LL * (max > 0 && want > max ? max : want);
+		}
+		if (cur[i] == NOT_SET || cur[i] != expect)
+			return 0;
+	}
+	return 1;
+}
+
 /* Apply the policy to a listener: from the listen() hook (adopting = 0: set the options,
- * then call the real listen() with the policy's backlog) or to a socket already listening
- * (adopting = 1: listen() again only when the backlog policy changes the number). */
+ * then call the real listen() with the policy's backlog; RELISTEN_UNTRACKED the same on a
+ * socket listening already) or to a socket already listening (adopting = 1 or
+ * ADOPT_AT_START: listen() again only when the backlog policy changes the number). */
 static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 {
 	char addr[INET6_ADDRSTRLEN + 10];
@@ -670,28 +803,47 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	st_log_flush_deferred();
 
 	struct st_line line = {.n = 0};
-	int eff[O_COUNT];
-	/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
-	apply_all(fd, family, ST_FD_LISTENER, 0, F_BEFORE_BIND, app, &line, eff);
+	int eff[O_COUNT], before[O_COUNT];
+	int app_call = adopting == 0 || adopting == RELISTEN_UNTRACKED, tuned_before = 0;
+	if (!app_call) {
+		read_current(fd, family, before);
+		tuned_before = !*dry && already_tuned(before);
+	}
+	if (tuned_before) {
+		/* the parent that exec'd us tuned it (and said so, clamps included): nothing to set */
+		for (int i = 0; i < O_COUNT; i++) {
+			eff[i] = before[i];
+			if (before[i] != NOT_SET && (opts[i].flags & F_STRING))
+				st_line_add(&line, " %s=%s", opts[i].name, st_policy.congestion);
+			else if (before[i] != NOT_SET)
+				st_line_add(&line, " %s=%d", opts[i].name, before[i]);
+		}
+	} else {
+		/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
+		apply_all(fd, family, ST_FD_LISTENER, 0, F_BEFORE_BIND, app, &line, eff);
+	}
 	if (st_has(&st_policy, ST_V_REUSEPORT)) {
 		int v;
 		get_int(fd, SOL_SOCKET, SO_REUSEPORT, &v);
 		st_line_add(&line, " reuseport=%d", v);
 	}
-	if (st_has(&st_policy, ST_V_FASTOPEN) && !(st_sysctl_num("net.ipv4.tcp_fastopen", 0) & 2) &&
-	    !atomic_exchange(&fastopen_warned, 1))
+	if (st_has(&st_policy, ST_V_FASTOPEN) && !tuned_before &&
+	    !(st_sysctl_num("net.ipv4.tcp_fastopen", 0) & 2) && !atomic_exchange(&fastopen_warned, 1))
 		st_log(ST_LOG_WARN,
 		       "event=fastopen-disabled limit=net.ipv4.tcp_fastopen:%lld "
 		       "fix=\"sysctl -w net.ipv4.tcp_fastopen=3\"",
 		       st_sysctl_num("net.ipv4.tcp_fastopen", -1));
 
 	/* An adopted socket listens already: listen() again only to change its backlog. */
-	if (adopting)
+	if (!app_call)
 		app_backlog = listen_backlog(fd);
 	int want = backlog_governed() ? want_backlog(app_backlog) : app_backlog;
 	int pass = *dry ? app_backlog : want;
+	if (!app_call && pass > app_backlog && app_backlog >= 0 &&
+	    app_backlog == st_sysctl_num("net.core.somaxconn", -1))
+		pass = app_backlog; /* cut to somaxconn, as it is already: listen() would change nothing */
 	*result = 0;
-	if ((!adopting || pass != app_backlog) && (*result = st_real.listen(fd, pass)) != 0) {
+	if ((app_call || pass != app_backlog) && (*result = st_real.listen(fd, pass)) != 0) {
 		int saved = errno;
 		st_log(ST_LOG_DEBUG, "event=listen-failed fd=%d addr=%s error=\"%s\"", fd, addr,
 		       strerror(saved));
@@ -699,51 +851,34 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 		return FAILED;
 	}
 
+	/* Found listening with every value the policy wants in place already (a worker exec'd
+	 * by a parent that tuned the listener): said at debug, so workers add no noise. */
+	int unchanged = !app_call && !*dry && pass == app_backlog;
+	for (int i = 0; unchanged && i < O_COUNT; i++)
+		if (eff[i] != NOT_SET && eff[i] != before[i])
+			unchanged = 0;
+
 	/* A port the kernel picked (a startup probe, an admin or RPC socket on port 0) is marked
 	 * port=ephemeral: listen() on an unbound socket (local_addr() saw port 0 before it), or,
 	 * when SOCKTUNE_PORTS names none, a port in ip_local_port_range.  Still logged at info:
 	 * a server told to use port 0 (a test harness, a dynamic-port platform) looks like a probe
 	 * at listen(), and bind() is not asked (that would cost it a syscall). */
 	int ephemeral = 0;
-	if (!adopting && port == 0) {
+	if (adopting == 0 && port == 0) {
 		local_addr(fd, addr, sizeof addr, &port); /* the port listen() picked */
 		ephemeral = 1;
 	} else if (!st_has(&st_policy, ST_V_PORTS)) {
 		ephemeral = st_port_ephemeral(port);
 	}
 	struct st_line head = {.n = 0};
-	st_line_add(&head, "event=%s fd=%d addr=%s", adopting ? "adopt" : "listen", fd, addr);
-	if (backlog_governed()) {
-		int effective = listen_backlog(fd);
-		int w = want;
-		st_line_add(&head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, w,
-		            effective);
-		long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
-		int clamped = w >= 0 && (*dry ? (somaxconn >= 0 && w > somaxconn)
-		                              : (effective >= 0 && effective < w));
-		if (clamped)
-			st_log(ST_LOG_WARN,
-			       "event=clamp option=backlog fd=%d want=%d effective=%lld "
-			       "limit=net.core.somaxconn:%lld fix=\"sysctl -w net.core.somaxconn=%d\"%s",
-			       fd, w, *dry ? somaxconn : effective, somaxconn, w, dry);
-		/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
-		 * -1 = somaxconn) gets less, which the operator rarely meant. */
-		long long asked = app_backlog < 0 ? somaxconn : app_backlog;
-		if (st_has(&st_policy, ST_V_BACKLOG) && w >= 0 && asked > w) {
-			char means[48] = "";
-			if (app_backlog < 0)
-				snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
-				         somaxconn);
-			st_log(ST_LOG_WARN,
-			       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
-			       "fix=\"use --backlog-min %d to only raise\"%s",
-			       fd, addr, app_backlog, means, w, w, dry);
-		}
-	}
+	st_line_add(&head, "event=%s fd=%d addr=%s%s", app_call ? "listen" : "adopt", fd, addr,
+	            adopting == RELISTEN_UNTRACKED ? " relisten=1" : "");
+	if (backlog_governed())
+		add_backlog(&head, fd, addr, app_backlog, want, listen_backlog(fd), dry, !unchanged);
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(tunes_listeners() ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s", head.b, line.b,
-	       ephemeral ? " port=ephemeral" : "", dry);
+	st_log(tunes_listeners() && !unchanged ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s%s", head.b,
+	       line.b, unchanged ? " unchanged=1" : "", ephemeral ? " port=ephemeral" : "", dry);
 
 	unsigned index;
 	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : listener_alloc(&index);
@@ -757,9 +892,7 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	memcpy(L->eff, eff, sizeof eff);
 	L->family = family;
-	struct stat st;
 	L->fd = fd;
-	L->ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
 	/* An adopted listener may hold connections that completed their handshake before its
 	 * options were set: they inherited the old values.  Count them (after the options were
 	 * set, so the count errs on the safe side); accept() gives them the options itself and
@@ -774,9 +907,11 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	/* A listener found at start may only be inherited by a process that never serves it (a
 	 * child the server runs without closing its listeners first): its stats slot, and the
 	 * stats file, are claimed by the process that accepts on it (count_accepted). */
-	L->stats_slot = adopting == ADOPT_AT_START ? STATS_LATER : st_stats_listener(fd, family, port, addr, adopting,
+	L->stats_slot = adopting == ADOPT_AT_START ? STATS_LATER : st_stats_listener(fd, family, port, addr, adopting != 0,
 	                                  eff[O_RCVBUF] == NOT_SET ? -1 : eff[O_RCVBUF],
 	                                  eff[O_SNDBUF] == NOT_SET ? -1 : eff[O_SNDBUF]);
+	/* complete: from now on a copy of the listener finds the record (share_listener) */
+	atomic_store_explicit(&L->ino, socket_ino(fd), memory_order_release);
 	/* precedence=app: the options the app set stay the app's on this listener's
 	 * connections too (not checked, not set per connection); with policy they were
 	 * overwritten above and are the policy's like any other */
@@ -787,16 +922,35 @@ static int tune_listener(int fd, int app_backlog, int adopting, int *result)
 	return TUNED;
 }
 
+/* listen() again on a tuned listener: only the backlog changes.  When the number in force
+ * changes, the log says so, read back with TCP_INFO like the first time (relisten=1). */
+static int relisten(int fd, int backlog, int saved)
+{
+	int before = listen_backlog(fd), want = want_backlog(backlog);
+	errno = saved;
+	int r = st_real.listen(fd, want);
+	if (r != 0)
+		return r;
+	int after = listen_backlog(fd);
+	char addr[INET6_ADDRSTRLEN + 10];
+	unsigned port;
+	struct st_line head = {.n = 0};
+	local_addr(fd, addr, sizeof addr, &port);
+	st_line_add(&head, "event=listen fd=%d addr=%s relisten=1", fd, addr);
+	add_backlog(&head, fd, addr, backlog, want, after, "", 1);
+	st_log(after != before ? ST_LOG_INFO : ST_LOG_DEBUG, "%s", head.b);
+	errno = saved;
+	return 0;
+}
+
 int st_listen(int fd, int backlog)
 {
 	uint64_t e = st_fd_get(fd);
 	unsigned kind = ST_FD_KIND(e);
 
 	int saved = errno;
-	if (kind == ST_FD_LISTENER && backlog_governed() && !dry_run() && still_tcp(fd, e)) {
-		errno = saved; /* listen() again: only the backlog changes */
-		return st_real.listen(fd, want_backlog(backlog));
-	}
+	if (kind == ST_FD_LISTENER && backlog_governed() && !dry_run() && still_tcp(fd, e))
+		return relisten(fd, backlog, saved);
 	if (kind == ST_FD_LISTENER) {
 		errno = saved;
 		return st_real.listen(fd, backlog);
@@ -823,8 +977,18 @@ int st_listen(int fd, int backlog)
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
+	/* Listening already, with no record: a copy of a tuned listener (dup()) is that
+	 * listener; any other (inherited, with no scan at start) may hold connections made
+	 * before its tuning, which tune_listener counts as it does for an adopted one. */
+	int listening = have_info && ti.tcpi_state == TCP_LISTEN;
+	if (listening && share_listener(fd, e, socket_ino(fd))) {
+		if (backlog_governed() && !dry_run())
+			return relisten(fd, backlog, saved);
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
 	int result;
-	switch (tune_listener(fd, backlog, 0, &result)) {
+	switch (tune_listener(fd, backlog, listening ? RELISTEN_UNTRACKED : 0, &result)) {
 	case SKIPPED:
 		errno = saved;
 		return st_real.listen(fd, backlog);
@@ -838,14 +1002,20 @@ int st_listen(int fd, int backlog)
 
 /* A listening socket the process did not make through the hooks (inherited across exec,
  * systemd socket activation): tune it at its first accept. */
-static uint64_t adopt(int lfd, uint64_t e)
+static uint64_t adopt(int lfd, uint64_t e, int *copy)
 {
 	/* One thread adopts; the others accepting on it meanwhile wait for that (a few
 	 * syscalls), a bounded number of times. */
+	*copy = 0;
 	if (ST_FD_KIND(e) != ST_FD_ADOPTING && st_fd_cas(lfd, &e, ST_FD_ADOPTING)) {
 		int listening = 0, tcp = is_tcp_socket(lfd), result;
-		if (tcp && get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 && listening)
-			tune_listener(lfd, -1, 1, &result);
+		if (tcp && get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 && listening) {
+			/* a copy of a tuned listener (dup(), fcntl(F_DUPFD)) is that listener */
+			if (share_listener(lfd, ST_FD_ADOPTING, socket_ino(lfd)))
+				*copy = 1;
+			else
+				tune_listener(lfd, -1, 1, &result);
+		}
 		/* Still ours: not a TCP listener, or its tuning failed.  A TCP socket that is not
 		 * listening keeps its entry: an accept() that was blocked on a listener when it was
 		 * closed returns after its number went to a new socket(), which is tuned at its
@@ -897,7 +1067,8 @@ void st_adopt_inherited(void)
 				continue;
 			uint64_t e = ST_FD_UNKNOWN;
 			int result;
-			if (st_fd_cas((int)fd, &e, ST_FD_ADOPTING)) {
+			if (st_fd_cas((int)fd, &e, ST_FD_ADOPTING) &&
+			    !share_listener((int)fd, ST_FD_ADOPTING, (unsigned long)st.st_ino)) {
 				tune_listener((int)fd, -1, ADOPT_AT_START, &result);
 				e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
 				st_fd_cas((int)fd, &e, ST_FD_IGNORED);
@@ -1006,7 +1177,9 @@ void st_accepted(int lfd, int cfd)
 			return;
 		if (!st_fd_fits(lfd))
 			return; /* beyond the table: nothing can be remembered, so nothing is adopted */
-		kind = ST_FD_KIND(e = adopt(lfd, e)); /* cfd itself was made before the tuning */
+		int copy;
+		kind = ST_FD_KIND(e = adopt(lfd, e, &copy)); /* cfd itself was made before the tuning */
+		adopted_now = !copy; /* ...unless lfd is a copy of a listener tuned already */
 	}
 	struct st_listener *L = record_of(e);
 	if (L) {
@@ -1038,6 +1211,85 @@ void st_accepted(int lfd, int cfd)
 		       (ce & ST_FD_QUICKACK) ? 1 : 0);
 	}
 	replace_entry(cfd, ce);
+}
+
+/* A TCP connection received over a UNIX socket (SCM_RIGHTS: node's cluster module, any
+ * primary that accepts for its workers) is governed like one accepted here: it came from a
+ * listener, so it carries the listener's options already, but what accepted sockets do not
+ * inherit (SO_PRIORITY) and quick-ack, which must be re-armed by the process that reads,
+ * are this process's to do.  One TCP_INFO classifies the descriptor (only TCP answers it). */
+static _Atomic int received_logged;
+
+static void received_fd(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+		/* not TCP, or an MPTCP socket without TCP_INFO: left for listen() and accept() */
+		if (errno != ENOTSOCK && errno != EBADF && is_tcp_proto(fd) && is_tcp_socket(fd))
+			atomic_store_explicit(&st_fds_received, 1, memory_order_relaxed);
+		replace_entry(fd, ST_FD_UNKNOWN); /* a stale entry under its number goes */
+		return;
+	}
+	if (ti.tcpi_state == TCP_LISTEN || ti.tcpi_state == TCP_CLOSE) {
+		/* a listener (a seamless reload hands them over) is adopted at its first accept,
+		 * or is a copy of one tuned here; a socket not listening yet, at its listen() */
+		atomic_store_explicit(&st_fds_received, 1, memory_order_relaxed);
+		replace_entry(fd, ST_FD_UNKNOWN);
+		return;
+	}
+	char addr[INET6_ADDRSTRLEN + 10] = "?";
+	unsigned port = 0;
+	int family = AF_INET, first = !atomic_load_explicit(&received_logged, memory_order_relaxed);
+	if (st_has(&st_policy, ST_V_PORTS) || first || st_log_level >= ST_LOG_DEBUG)
+		family = local_addr(fd, addr, sizeof addr, &port);
+	if (dry_run() || (st_has(&st_policy, ST_V_PORTS) && !st_port_in(st_policy.ports, port))) {
+		replace_entry(fd, ST_FD_UNKNOWN);
+		return;
+	}
+	struct st_line line = {.n = 0};
+	struct st_err err;
+	uint64_t ce = ST_FD_CONN;
+	for (int i = 0; i < O_COUNT; i++) {
+		int level, optname, want;
+		const char *label;
+		if (!(opts[i].flags & F_NOT_INHERITED) || !opt_want(i, &want))
+			continue;
+		opt_sockopt(i, family, &level, &optname, &label);
+		if (set_int(&err, fd, level, optname, label, want) == 0)
+			st_line_add(&line, " %s=%d", opts[i].name, want);
+	}
+	if (st_on(&st_policy, ST_V_QUICKACK)) {
+		/* armed now, re-armed after every receive, as on an accepted connection */
+		int ok = set_int(&err, fd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1) == 0;
+		if (ok)
+			ce |= ST_FD_QUICKACK;
+		st_line_add(&line, " quickack=%d", ok);
+	}
+	replace_entry(fd, ce);
+	first = first && !atomic_exchange(&received_logged, 1);
+	st_log(first && line.n ? ST_LOG_INFO : ST_LOG_DEBUG, "event=receive fd=%d addr=%s%s%s", fd,
+	       addr, line.b, first ? " first=1" : "");
+}
+
+void st_received(struct msghdr *msg)
+{
+	int saved = errno;
+	unsigned headers = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c && headers < 64;
+	     c = CMSG_NXTHDR(msg, c), headers++) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t k = 0; k < n && k < 253; k++) { /* SCM_MAX_FD */
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof fd, sizeof fd);
+			if (fd >= 0)
+				received_fd(fd);
+		}
+	}
+	errno = saved;
 }
 
 void st_rearm_quickack(int fd)
@@ -1266,10 +1518,18 @@ void st_duped(int oldfd, int newfd)
 		return;
 	}
 	uint64_t e = st_fd_get(oldfd);
+	/* a vfork child must not take a reference to its parent's record */
+	if (ST_FD_KIND(e) == ST_FD_LISTENER && shares_our_memory()) {
+		errno = saved;
+		return;
+	}
 	st_closing((unsigned)newfd, (unsigned)newfd);
-	/* newfd now names oldfd's socket; a listener's record stays with oldfd, so a listener
-	 * copy is adopted afresh at its first accept */
-	st_fd_set(newfd, ST_FD_KIND(e) == ST_FD_LISTENER ? ST_FD_UNKNOWN : e);
+	/* newfd now names oldfd's socket: a listener's copy shares its record (found by the
+	 * socket's inode, so an entry that outlived its socket is not copied) */
+	if (ST_FD_KIND(e) != ST_FD_LISTENER)
+		st_fd_set(newfd, e);
+	else if (!share_listener(newfd, ST_FD_UNKNOWN, socket_ino(newfd)))
+		st_fd_set(newfd, ST_FD_UNKNOWN); /* adopted at its first accept */
 	errno = saved;
 }
 

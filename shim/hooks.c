@@ -274,8 +274,8 @@ ST_EXPORT void closefrom(int lowfd)
 }
 
 /* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old
- * one's socket (a connection keeps its quick-ack mark; a listener is adopted afresh at its
- * next accept, since its record belongs to the old number). */
+ * one's socket (a connection keeps its quick-ack mark; a listener's copy shares its record:
+ * the same listener, not adopted again). */
 ST_EXPORT int dup2(int oldfd, int newfd)
 {
 	int live = st_live();
@@ -331,13 +331,14 @@ ST_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockad
 
 ST_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	st_live();
+	int live = st_live();
 	ssize_t r = st_real.recvmsg(fd, msg, flags);
 	st_after_receive(fd, r);
-	/* descriptors may have come with it (SCM_RIGHTS): a listener handed over by the
-	 * process being replaced (a seamless reload) is adopted at its first accept */
-	if (r >= 0 && msg->msg_controllen && !atomic_load_explicit(&st_fds_received, memory_order_relaxed))
-		atomic_store_explicit(&st_fds_received, 1, memory_order_relaxed);
+	/* descriptors may have come with it (SCM_RIGHTS): a connection handed over by a
+	 * primary that accepts for its workers, a listener handed over by the process being
+	 * replaced; a message without ancillary data costs nothing more */
+	if (live && r >= 0 && msg->msg_controllen)
+		st_received(msg);
 	return r;
 }
 

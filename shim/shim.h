@@ -136,9 +136,12 @@ void st_pid_init(void);
 /* Whether this is a vfork() child running in our memory (a getpid(), and kcmp when the
  * pid is not ours): for the rare paths that must leave the parent's state alone. */
 int st_in_vfork_child(void);
-/* Set once a recvmsg() returned ancillary data: descriptors may have arrived that no
- * socket() hook saw. */
+/* Set once a recvmsg() brought a TCP socket that is not a connection (a listener, one not
+ * listening yet): descriptors exist that no socket() hook saw. */
 extern _Atomic int st_fds_received;
+/* After recvmsg() returned ancillary data: each descriptor it carried (SCM_RIGHTS) is
+ * classified; a TCP connection is governed like one accepted here. */
+void st_received(struct msghdr *msg);
 /* After dup2()/dup3() made newfd a copy of oldfd. */
 void st_duped(int oldfd, int newfd);
 /* Before the real close() or close_range(); errno is kept. */
