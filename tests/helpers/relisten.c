@@ -29,16 +29,6 @@
 
 #include "common.h"
 
-static long listen_backlog(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-		return -1;
-	return (long)ti.tcpi_sacked;
-}
-
 static int copy_fd(int fd, const char *how, int k)
 {
 	int r = -1;
