@@ -172,19 +172,7 @@ int main(int argc, char **argv)
 	if (lfd < 0)
 		die("socket: %s", strerror(errno));
 	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof ss);
-	socklen_t len;
-	if (family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-		a->sin_family = AF_INET;
-		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		len = sizeof *a;
-	} else {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		len = sizeof *a;
-	}
+	socklen_t len = loopback_addr(family, 0, &ss);
 	if (bind(lfd, (struct sockaddr *)&ss, len) != 0 || listen(lfd, 16) != 0)
 		die("bind/listen: %s", strerror(errno));
 	len = sizeof ss;
