@@ -1034,6 +1034,20 @@ static uint64_t adopt(int lfd, uint64_t e, int *copy)
  * io_uring (no accept() hook ever runs) still gets the listener options.  One bounded pass
  * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets. */
 
+static void adopt_found(int fd, const struct stat *st, void *ctx)
+{
+	(void)ctx;
+	uint64_t e = ST_FD_UNKNOWN;
+	int result;
+	if (st_fd_get(fd) || !is_tcp_socket(fd) || !st_fd_fits(fd) ||
+	    !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
+	    share_listener(fd, ST_FD_ADOPTING, (unsigned long)st->st_ino))
+		return;
+	tune_listener(fd, -1, ADOPT_AT_START, &result);
+	e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
+	st_fd_cas(fd, &e, ST_FD_IGNORED);
+}
+
 void st_adopt_inherited(void)
 {
 	if (!tunes_listeners()) {
@@ -1045,37 +1059,8 @@ void st_adopt_inherited(void)
 	 * parent app's values.  Such listeners are adopted at their first accept instead. */
 	if (app_wins())
 		return;
-	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
+	if (st_each_listener_fd(adopt_found, NULL) != 0)
 		return; /* no /proc: listeners are adopted at their first accept instead */
-	char buf[1024] __attribute__((aligned(8))); /* read as struct dirent64 */
-	long n;
-	int seen = 0;
-	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-		for (long o = 0; o < n; seen++) {
-			struct dirent64 *d = (struct dirent64 *)(buf + o);
-			o += d->d_reclen;
-			long fd = 0;
-			const char *c = d->d_name;
-			for (; *c >= '0' && *c <= '9' && fd < INT_MAX / 10; c++)
-				fd = fd * 10 + (*c - '0');
-			struct stat st;
-			int listening;
-			if (*c || c == d->d_name || fd == dir || fstat((int)fd, &st) != 0 ||
-			    !S_ISSOCK(st.st_mode) || get_int((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening) ||
-			    !listening || st_fd_get((int)fd) || !is_tcp_socket((int)fd) || !st_fd_fits((int)fd))
-				continue;
-			uint64_t e = ST_FD_UNKNOWN;
-			int result;
-			if (st_fd_cas((int)fd, &e, ST_FD_ADOPTING) &&
-			    !share_listener((int)fd, ST_FD_ADOPTING, (unsigned long)st.st_ino)) {
-				tune_listener((int)fd, -1, ADOPT_AT_START, &result);
-				e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
-				st_fd_cas((int)fd, &e, ST_FD_IGNORED);
-			}
-		}
-	}
-	syscall(SYS_close, dir);
 	inherited_scanned = 1;
 }
 

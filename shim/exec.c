@@ -372,39 +372,21 @@ static void fd_name(int fd, char *out, size_t n)
 /* How many TCP listeners the new program inherits: descriptors without close-on-exec
  * that listen (a dup2() onto 3 for socket activation included).  One pass over
  * /proc/self/fd, made only when a line is written. */
+static void count_tcp_inherited(int fd, const struct stat *st, void *ctx)
+{
+	(void)st;
+	int proto = 0, fl = fcntl(fd, F_GETFD);
+	socklen_t l = sizeof proto;
+	if (fl >= 0 && !(fl & FD_CLOEXEC) &&
+	    st_real.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 &&
+	    (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP))
+		(*(int *)ctx)++;
+}
+
 static int inherited_listeners(void)
 {
-	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -1;
-	char buf[512] __attribute__((aligned(8))); /* read as struct dirent64 */
-	long n;
-	int seen = 0, count = 0;
-	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-		for (long o = 0; o < n; seen++) {
-			struct dirent64 *d = (struct dirent64 *)(buf + o);
-			o += d->d_reclen;
-			long fd = 0;
-			const char *c = d->d_name;
-			for (; *c >= '0' && *c <= '9' && fd < INT_MAX / 10; c++)
-				fd = fd * 10 + (*c - '0');
-			int on = 0, proto = 0;
-			socklen_t l = sizeof on;
-			struct stat st;
-			if (*c || c == d->d_name || fd == dir)
-				continue;
-			int fl = fcntl((int)fd, F_GETFD);
-			if (fl < 0 || (fl & FD_CLOEXEC) || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-			    st_real.getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &l) != 0 || !on)
-				continue;
-			l = sizeof proto;
-			if (st_real.getsockopt((int)fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 &&
-			    (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP))
-				count++;
-		}
-	}
-	syscall(SYS_close, dir);
-	return count;
+	int count = 0;
+	return st_each_listener_fd(count_tcp_inherited, &count) == 0 ? count : -1;
 }
 
 void st_exec_check(const char *call, int dirfd, const char *file, int flags, int search,

@@ -2,7 +2,13 @@
  * mmap (no malloc: hooks may run inside another library's constructor or a signal
  * handler), read and written with relaxed atomics, never locked.  Pages are touched only
  * for descriptors actually used. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include "shim.h"
@@ -93,4 +99,34 @@ uint64_t st_fd_xchg(int fd, uint64_t v)
 	if (v)
 		raise_high(m, fd);
 	return old;
+}
+
+int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), void *ctx)
+{
+	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	char buf[512] __attribute__((aligned(8))); /* read as struct dirent64 */
+	long n;
+	int seen = 0;
+	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		for (long o = 0; o < n; seen++) {
+			struct dirent64 *d = (struct dirent64 *)(buf + o);
+			o += d->d_reclen;
+			long fd = 0;
+			const char *c = d->d_name;
+			for (; *c >= '0' && *c <= '9' && fd < INT_MAX / 10; c++)
+				fd = fd * 10 + (*c - '0');
+			struct stat st;
+			int on = 0;
+			socklen_t len = sizeof on;
+			if (*c || c == d->d_name || fd == dir || fstat((int)fd, &st) != 0 ||
+			    !S_ISSOCK(st.st_mode) ||
+			    st_real.getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on)
+				continue;
+			fn((int)fd, &st, ctx);
+		}
+	}
+	syscall(SYS_close, dir);
+	return 0;
 }

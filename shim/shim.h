@@ -111,6 +111,11 @@ int st_fd_cas(int fd, uint64_t *expect, uint64_t v);
  * one way an entry that holds a listener record is removed, so exactly one caller gets the
  * record to free. */
 uint64_t st_fd_xchg(int fd, uint64_t v);
+/* fn(fd, its fstat, ctx) for each open descriptor that is a listening socket: one bounded
+ * pass over /proc/self/fd (raw syscalls, a small buffer: it runs inside hooks).  -1 without
+ * /proc. */
+struct stat;
+int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), void *ctx);
 /* Whether fd has a place in the table (made on first use). */
 int st_fd_fits(int fd);
 
