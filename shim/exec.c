@@ -91,15 +91,12 @@ static int claim(const char *key)
 /* Copy up to n (<= 4096) bytes at p from process pid's memory (ours, or a vfork child's,
  * which is ours); returns how many could be read (a read stops at the first page that is
  * not mapped).  Pieces are split at 4 KiB boundaries, which every page size respects.
- * pid 0: memory we trust (environ), copied directly, never past p's page. */
+ * (Memory we trust, the process's own environ, is read directly by the callers, and never
+ * past the end of what it holds: a string's NUL, an array's NULL.) */
 static size_t peek(pid_t pid, const void *p, void *out, size_t n)
 {
 	uintptr_t a = (uintptr_t)p;
 	size_t first = 4096 - (a & 4095);
-	if (pid == 0) { /* memory we trust, read only as far as its page */
-		memcpy(out, p, n < first ? n : first);
-		return n < first ? n : first;
-	}
 	struct iovec local[2] = {{out, n}, {0, 0}}, remote[2] = {{(void *)p, n}, {0, 0}};
 	unsigned long cnt = 1;
 	if (n > first) {
@@ -116,6 +113,12 @@ static size_t peek(pid_t pid, const void *p, void *out, size_t n)
  * n - 1 if cut, or -1 when it cannot be read to its end or to n - 1 bytes. */
 static long peek_str(pid_t pid, const char *s, char *out, size_t n)
 {
+	if (pid == 0) { /* the process's own environ */
+		size_t len = strnlen(s, n - 1);
+		memcpy(out, s, len);
+		out[len] = '\0';
+		return (long)len;
+	}
 	size_t got = 0;
 	while (got + 1 < n) {
 		uintptr_t a = (uintptr_t)(s + got);
@@ -215,7 +218,13 @@ static int env_state(pid_t pid, char *const envp[])
 	for (size_t i = 0, got; envp; i += got) {
 		if (i >= 65536)
 			return ENV_UNREADABLE;
-		got = peek(pid, envp + i, ptrs, sizeof ptrs) / sizeof ptrs[0];
+		if (pid == 0) /* our own environ: never past its NULL */
+			for (got = 0; got < BATCH && (ptrs[got] = envp[i + got]) != NULL;)
+				got++;
+		else
+			got = peek(pid, envp + i, ptrs, sizeof ptrs) / sizeof ptrs[0];
+		if (pid == 0 && got < BATCH)
+			got++; /* the NULL itself ends the walk below */
 		if (got == 0)
 			return ENV_UNREADABLE;
 		size_t m = 0, want = 0;
@@ -230,9 +239,9 @@ static int env_state(pid_t pid, char *const envp[])
 			rv[m] = (struct iovec){ptrs[m], len};
 			want += len;
 		}
-		if (pid == 0)
+		if (pid == 0) /* never past a string's NUL */
 			for (size_t k = 0; k < m; k++)
-				memcpy(lv[k].iov_base, rv[k].iov_base, lv[k].iov_len);
+				memcpy(lv[k].iov_base, rv[k].iov_base, strnlen(rv[k].iov_base, lv[k].iov_len));
 		else if (m && process_vm_readv(pid, lv, m, rv, m, 0) != (ssize_t)want)
 			return ENV_UNREADABLE; /* the exec fails with EFAULT */
 		for (size_t k = 0; k < m; k++) {
