@@ -145,7 +145,7 @@ ubsan:
 	ST_SANITIZER=undefined UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
 		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
 
-TSAN_TESTS ?= t_stress t_process t_log_hostile t_stats_hostile t_fdreuse
+TSAN_TESTS ?= t_stress t_process t_log_hostile t_stats_hostile t_fdreuse t_handoff t_relisten t_dupfd
 tsan:
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-tsan CC=$(SAN_CC) \

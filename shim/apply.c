@@ -446,7 +446,9 @@ static uint64_t listener_entry(unsigned index)
  * a fork child's dup of its parent's): the same socket, so the same record, found by the
  * socket's inode.  Gives fd (whose entry is still *expect) an entry of its own on that
  * record, holding a reference; no option is set again, no listen(), no line at info.
- * Returns the new entry, or 0 when no tuned listener has that inode. */
+ * Returns the new entry, 0 when no tuned listener has that inode, or SHARE_LOST when fd's
+ * entry changed meanwhile (closed, reused): then nothing is to be done for fd at all. */
+#define SHARE_LOST (~0ull)
 static uint64_t share_listener(int fd, uint64_t expect, unsigned long ino)
 {
 	unsigned high = atomic_load(&listeners_high);
@@ -470,8 +472,8 @@ static uint64_t share_listener(int fd, uint64_t expect, unsigned long ino)
 				v |= orig & APP_BITS;
 		}
 		if (!st_fd_cas(fd, &expect, v)) {
-			release_record(v); /* closed while we looked */
-			return 0;
+			release_record(v); /* closed while we looked: the caller gives up too */
+			return SHARE_LOST;
 		}
 		st_log(ST_LOG_DEBUG, "event=listener-copy fd=%d listener=%d", fd, L->fd);
 		return v;
@@ -1264,6 +1266,11 @@ void st_received(struct msghdr *msg)
 	unsigned headers = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c && headers < 64;
 	     c = CMSG_NXTHDR(msg, c), headers++) {
+		/* the kernel writes sane headers; a recvmsg() that is not the kernel's (another
+		 * preload, a kernel-bypass stack) may not: never past msg_controllen */
+		size_t room = (size_t)((char *)msg->msg_control + msg->msg_controllen - (char *)c);
+		if (c->cmsg_len > room)
+			break;
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
 			continue;
 		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -293,7 +294,10 @@ static int secure_exec(const struct stat *st, const char *path, int resetids, ch
 	gid_t neg = eg;
 	int suid = st->st_mode & S_ISUID, sgid = (st->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
 	struct statvfs vfs;
-	if ((suid || sgid) && statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))
+	/* under no_new_privs (systemd's NoNewPrivileges=) the kernel ignores setuid and setgid
+	 * bits and file capabilities: only the process's own ids count */
+	int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+	if ((suid || sgid) && (nnp || (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))))
 		suid = sgid = 0;
 	if (suid || sgid) {
 		char magic[2] = {0, 0};
@@ -324,7 +328,7 @@ static int secure_exec(const struct stat *st, const char *path, int resetids, ch
 			snprintf(detail, n, "the process runs with gid %ld, egid %ld", (long)rg, (long)eg);
 		return 1;
 	}
-	if (r != 0 && getxattr(path, "security.capability", NULL, 0) > 0 &&
+	if (r != 0 && !nnp && getxattr(path, "security.capability", NULL, 0) > 0 &&
 	    !(statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))) {
 		snprintf(detail, n, "file capabilities (security.capability), real uid %ld", (long)r);
 		return 1;
@@ -414,7 +418,13 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 		goto out;
 	if (!search) {
 		int at_flags = (flags & AT_SYMLINK_NOFOLLOW) | (flags & AT_EMPTY_PATH);
+		/* the raw call: musl's fstatat() reads the name itself with AT_EMPTY_PATH, where the
+		 * kernel answers EFAULT for a bad pointer */
+#ifdef SYS_newfstatat
+		if (syscall(SYS_newfstatat, dirfd, file, &st, at_flags) != 0)
+#else
 		if (fstatat(dirfd, file, &st, at_flags) != 0)
+#endif
 			goto out;
 	} else if (syscall(SYS_faccessat, AT_FDCWD, file, F_OK) != 0 && errno == EFAULT) {
 		goto out;
@@ -469,7 +479,10 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 		}
 		reason = "env-stripped";
 	}
-	if (ST_LOG_WARN > st_log_level || !claim(prog))
+	/* a file the exec will refuse (not executable for us, EACCES) runs nothing: it must not
+	 * use up the program's one line */
+	if (ST_LOG_WARN > st_log_level || faccessat(AT_FDCWD, prog, X_OK, AT_EACCESS) != 0 ||
+	    !claim(prog))
 		goto out;
 	st_sanitize(prog, prog, sizeof prog);
 	/* What still holds is what the kernel keeps on the sockets it inherits; with none

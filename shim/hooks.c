@@ -55,6 +55,9 @@ ST_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int
                                  struct sockaddr *addr, socklen_t *len);
 
 ST_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len);
+/* (not declared by every libc: musl, glibc before 2.34) */
+ST_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                       int flags);
 ST_EXPORT int setsockopt(int fd, int level, int optname, const void *val, socklen_t len);
 
 static void on_config_error(void *ctx, const char *name, const char *value, const char *msg)
@@ -102,8 +105,6 @@ static void init_once(void)
 	LOAD(execv, "execv", execv, 0);
 	LOAD(execvp, "execvp", execvp, 0);
 	LOAD(execvpe, "execvpe", execvpe, 0);
-	LOAD(posix_spawn, "posix_spawn", posix_spawn, 0);
-	LOAD(posix_spawnp, "posix_spawnp", posix_spawnp, 0);
 #undef LOAD
 
 	/* A setuid or file-capability program: the loader should have dropped LD_PRELOAD; if we

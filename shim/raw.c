@@ -100,7 +100,7 @@ static int raw_fexecve(int fd, char *const argv[], char *const envp[])
 }
 extern char **environ;
 static int raw_execv(const char *path, char *const argv[]) { return raw_execve(path, argv, environ); }
-/* The PATH search and posix_spawn are libc's own work: their fallbacks look libc's up at
+/* The PATH search is libc's own work: their fallbacks look libc's up at
  * their first call (an exec from a signal handler that lands while init runs). */
 static void *next_sym(const char *name)
 {
@@ -119,19 +119,6 @@ static int lazy_execvpe(const char *file, char *const argv[], char *const envp[]
 	int (*f)(const char *, char *const[], char *const[]) = next_sym("execvpe");
 	return f ? f(file, argv, envp) : -1;
 }
-static int lazy_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	__typeof__(st_real.posix_spawn) f = next_sym("posix_spawn");
-	return f ? f(pid, path, fa, attr, argv, envp) : ENOSYS;
-}
-static int lazy_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
-                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	__typeof__(st_real.posix_spawnp) f = next_sym("posix_spawnp");
-	return f ? f(pid, file, fa, attr, argv, envp) : ENOSYS;
-}
-
 struct st_real st_real = {
 	.socket = raw_socket,
 	.socketpair = raw_socketpair,
@@ -161,6 +148,4 @@ struct st_real st_real = {
 	.execv = raw_execv,
 	.execvp = lazy_execvp,
 	.execvpe = lazy_execvpe,
-	.posix_spawn = lazy_posix_spawn,
-	.posix_spawnp = lazy_posix_spawnp,
 };

@@ -46,10 +46,6 @@ struct st_real {
 	int (*execv)(const char *, char *const[]);
 	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
-	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-	                   const posix_spawnattr_t *, char *const[], char *const[]);
-	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-	                    const posix_spawnattr_t *, char *const[], char *const[]);
 };
 
 extern struct st_real st_real;

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 TUNE="LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=warn"
-VARIANTS="execve execveat fexecve execv execvp execvpe execl execlp execle vfork posix_spawn posix_spawnp"
+VARIANTS="execve execveat fexecve execv execvp execvpe execl execlp execle vfork"
 chmod 755 "$TMP"
 mkdir -m 755 "$TMP/progs"
 for v in $VARIANTS worker; do cp "$B/tests/bin/secprobe" "$TMP/progs/$v"; done
