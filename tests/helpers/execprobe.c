@@ -23,6 +23,14 @@
 
 extern char **environ;
 
+#if !defined(__GLIBC__) /* musl 1.2.3 has no execveat(): the system call (t_exec runs on glibc) */
+#include <sys/syscall.h>
+static int execveat(int dfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	return (int)syscall(SYS_execveat, dfd, path, argv, envp, flags);
+}
+#endif
+
 static char *stripped[256];
 
 static void strip_env(void)
