@@ -78,62 +78,48 @@ ST_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 		va_end(ap_);                                                   \
 	} while (0)
 
+/* Declares char *argv[] holding arg and the arguments after it, up to and with the NULL;
+ * with_envp: also char **envp, the argument after the NULL (execle's).  More arguments than
+ * an int counts: -1 with E2BIG from the enclosing function, as glibc's. */
+#define GATHER_ARGV(arg, with_envp)                                            \
+	long argc_;                                                            \
+	COUNT_ARGS(arg, argc_);                                                \
+	if (argc_ >= INT_MAX) {                                                \
+		errno = E2BIG;                                                 \
+		return -1;                                                     \
+	}                                                                      \
+	char *argv[argc_ + 1];                                                 \
+	char **envp = environ;                                                 \
+	do {                                                                   \
+		va_list ap_;                                                   \
+		va_start(ap_, arg);                                            \
+		argv[0] = (char *)(arg);                                       \
+		for (long i_ = 1; i_ <= argc_; i_++)                           \
+			argv[i_] = va_arg(ap_, char *);                        \
+		if (with_envp)                                                 \
+			envp = va_arg(ap_, char **);                           \
+		va_end(ap_);                                                   \
+	} while (0)
+
 ST_EXPORT int execl(const char *path, const char *arg, ...)
 {
-	long argc;
-	COUNT_ARGS(arg, argc);
-	if (argc >= INT_MAX) {
-		errno = E2BIG;
-		return -1;
-	}
-	char *argv[argc + 1];
-	va_list ap;
-	va_start(ap, arg);
-	argv[0] = (char *)arg;
-	for (long i = 1; i <= argc; i++)
-		argv[i] = va_arg(ap, char *);
-	va_end(ap);
+	GATHER_ARGV(arg, 0);
 	if (st_live())
-		st_exec_check("execl", AT_FDCWD, path, 0, 0, environ, 0);
-	return st_real.execve(path, argv, environ);
+		st_exec_check("execl", AT_FDCWD, path, 0, 0, envp, 0);
+	return st_real.execve(path, argv, envp);
 }
 
 ST_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	long argc;
-	COUNT_ARGS(arg, argc);
-	if (argc >= INT_MAX) {
-		errno = E2BIG;
-		return -1;
-	}
-	char *argv[argc + 1];
-	va_list ap;
-	va_start(ap, arg);
-	argv[0] = (char *)arg;
-	for (long i = 1; i <= argc; i++)
-		argv[i] = va_arg(ap, char *);
-	va_end(ap);
+	GATHER_ARGV(arg, 0);
 	if (st_live())
-		st_exec_check("execlp", AT_FDCWD, file, 0, 1, environ, 0);
+		st_exec_check("execlp", AT_FDCWD, file, 0, 1, envp, 0);
 	return st_real.execvp(file, argv);
 }
 
 ST_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	long argc;
-	COUNT_ARGS(arg, argc);
-	if (argc >= INT_MAX) {
-		errno = E2BIG;
-		return -1;
-	}
-	char *argv[argc + 1];
-	va_list ap;
-	va_start(ap, arg);
-	argv[0] = (char *)arg;
-	for (long i = 1; i <= argc; i++)
-		argv[i] = va_arg(ap, char *);
-	char **envp = va_arg(ap, char **);
-	va_end(ap);
+	GATHER_ARGV(arg, 1);
 	if (st_live())
 		st_exec_check("execle", AT_FDCWD, path, 0, 0, envp, 0);
 	return st_real.execve(path, argv, envp);
