@@ -85,7 +85,7 @@ test: test-bins
 demo: $(LIB) $(BUILD)/tests/bin/kaclient
 	@BUILD=$(BUILD) sh examples/demo.sh
 
-# The benchmark (issue 5): its own programs in bench/, plus the test helper tserver.
+# The benchmark: its own programs in bench/, plus the test helper tserver.
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
@@ -119,7 +119,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
 
-# ---- hardening (issue 6, docs/hardening.md): each its own build directory ----
+# ---- hardening (docs/hardening.md): each its own build directory ----
 # make asan / ubsan: the whole suite with the library and the test helpers built with the
 # sanitizer; reports go to files under $(BUILD)/sanitizer, and any report fails the target.
 # make tsan: the threaded and forking tests.  make valgrind: the suite with the C servers under

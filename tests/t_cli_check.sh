@@ -10,7 +10,7 @@ sysctl_val() { tr -s ' \t' '  ' <"/proc/sys/$(printf '%s' "$1" | tr . /)"; }
 rc=$?
 check check_runs "status $rc: $(cat "$TMP/err")" $rc -eq 0
 
-# Every limit the issue names is printed, with this host's value.
+# Every limit that clamps a setting is printed, with this host's value.
 bad= n=0
 for name in net.core.rmem_max net.core.wmem_max net.core.somaxconn net.ipv4.tcp_rmem \
 	net.ipv4.tcp_wmem net.ipv4.tcp_max_syn_backlog net.ipv4.tcp_available_congestion_control \

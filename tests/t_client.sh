@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 4: SOCKTUNE_CLIENT tunes outgoing connections.  A client that writes each request
+# SOCKTUNE_CLIENT tunes outgoing connections.  A client that writes each request
 # in two writes with Nagle on stalls ~40 ms per request on the server's delayed ACK; with
 # SOCKTUNE_CLIENT=1 SOCKTUNE_NODELAY=1 the second write leaves at once.  The server is
 # never preloaded.  Asserts counts of slow requests and the options read on the socket.

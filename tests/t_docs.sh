@@ -1,5 +1,5 @@
 #!/bin/sh
-# Documentation drift (issue 7).  Fails when:
+# Documentation drift.  Fails when:
 #  - a SOCKTUNE_ variable the code reads (ST_VARIABLES in include/socktune.h, plus any other
 #    SOCKTUNE_ name in shim/*.c and include/*.h, such as SOCKTUNE_LIBRARY) has no entry in
 #    docs/libsocktune.7 or no row in the README's variable table;
@@ -113,7 +113,7 @@ else
 	skip renders "groff not installed"
 fi
 
-# ---- advice the issues asked for, kept where operators look ----
+# ---- advice for operators, kept where they look ----
 # a daemonizing server (listen, fork, the parent exits) and %p in SOCKTUNE_LOG_FILE
 check daemon-log-man7 "docs/libsocktune.7's SOCKTUNE_LOG_FILE says nothing of daemonizing servers" \
 	-n "$(sed -n '/^\.BI SOCKTUNE_LOG_FILE=/,/^\.TP/p' docs/libsocktune.7 | grep 'daemonizes')"

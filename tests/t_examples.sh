@@ -1,5 +1,5 @@
 #!/bin/sh
-# The examples must run as shown (issue 7).  Every socktune command in examples/*/README.md
+# The examples must run as shown.  Every socktune command in examples/*/README.md
 # and every socktune setting in the example files (Dockerfile ENTRYPOINT, systemd
 # Environment=/ExecStart*=, Kubernetes and Compose env) is run for real against
 # build/socktune, with nothing real started:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hostile environment (issue 6): garbage, empty, overflowing, negative, oversized and huge
+# Hostile environment: garbage, empty, overflowing, negative, oversized and huge
 # values in every SOCKTUNE_* variable: each named in exactly one error line, ignored, the
 # valid variables still applied, the server serving.  An unwritable SOCKTUNE_LOG_FILE falls
 # back to stderr with one warning naming the variable and the path.  Log writes never block

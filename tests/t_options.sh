@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 4: every option read back on the ACCEPTED socket (IPv4 and IPv6), both precedence
+# Every option read back on the ACCEPTED socket (IPv4 and IPv6), both precedence
 # modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
 . "$ROOT/tests/lib.sh"

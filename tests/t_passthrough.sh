@@ -1,5 +1,5 @@
 #!/bin/sh
-# Pass-through (issue 6): with every SOCKTUNE_* option set, each hooked call made with bad
+# Pass-through: with every SOCKTUNE_* option set, each hooked call made with bad
 # arguments (EBADF, ENOTSOCK, EINVAL, EOPNOTSUPP, EAGAIN, EFAULT, refused option values)
 # returns exactly the value and errno it returns without the library, and never crashes
 # where the kernel would report EFAULT; AF_UNIX, UDP, raw and SEQPACKET sockets keep every

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Privilege (issue 6): in secure-execution mode (AT_SECURE: a setuid program run by another
+# Privilege: in secure-execution mode (AT_SECURE: a setuid program run by another
 # user) the library does nothing and reads no variable.  The loader itself drops LD_PRELOAD
 # entries with a slash in secure mode, so to observe the library's own check the test puts
 # it where the loader still takes it: in a private mount namespace, a setuid-root copy of

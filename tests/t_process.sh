@@ -1,5 +1,5 @@
 #!/bin/sh
-# Descriptors and processes (issue 6): dup2/dup3 onto tuned numbers, close_range, a signal
+# Descriptors and processes: dup2/dup3 onto tuned numbers, close_range, a signal
 # handler that closes sockets, descriptors beyond the library's table, posix_spawn and vfork
 # children, exec chains (shell script -> server), and no descriptor of the library surviving
 # into exec'd children.  fdops runs each scenario with and without the library.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 8: SOCKTUNE_STATS counters.  A server stops accepting while 20 connections complete
+# SOCKTUNE_STATS counters.  A server stops accepting while 20 connections complete
 # their handshake, then accepts them all: accepted = 20, the queue peak shows the burst,
 # the file stays readable after SIGKILL, --json parses, a file of another version is
 # refused, and a normal exit logs one event=summary line per listener.

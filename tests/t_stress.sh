@@ -1,5 +1,5 @@
 #!/bin/sh
-# Thread and process stress (issue 6): mtserver with 8 accepting threads in 2 processes
+# Thread and process stress: mtserver with 8 accepting threads in 2 processes
 # (forked after listen) under NODELAY, QUICKACK and RCVBUF serves keep-alive connections from
 # loadgen (bounded concurrency, per-call timeouts): none lost, no crash, every accepted
 # socket tuned, and each process's descriptor count back where it started.  Then the epoll

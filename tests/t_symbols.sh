@@ -3,7 +3,7 @@
 # library and the test programs build warning-free (-Werror) with gcc and with clang.
 . "$(dirname "$0")/lib.sh"
 
-# hooks the issue requires
+# the hooks the library must export
 REQUIRED="socket bind listen accept accept4 close read readv recv recvfrom recvmsg __read_chk __recv_chk __recvfrom_chk"
 
 nm -D --defined-only "${LIB_SO:-$LIB}" >"$TMP/nm" 2>&1 || fail nm "nm -D failed: $(cat "$TMP/nm")"
