@@ -71,3 +71,22 @@ count_lines() {
 	_c=$(grep -c "$2" "$1" 2>/dev/null)
 	echo "${_c:-0}"
 }
+
+# opt_serve NAME FAMILY COUNT [optserver args]: tests/py/optserver.py under the preload (the
+# caller exports the environment), COUNT connections that each send a byte and read one;
+# output in $TMP/NAME.out (JSON lines) and $TMP/NAME.err.  Fails NAME when no server came up.
+opt_serve() {
+	_on=$1 _of=$2 _oc=$3
+	shift 3
+	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/optserver.py" --family "$_of" --count "$_oc" "$@" \
+		>"$TMP/$_on.out" 2>"$TMP/$_on.err" &
+	_opid=$!
+	wait_file "$TMP/$_on.out" port || { fail "$_on" "server did not start: $(cat "$TMP/$_on.err")"; return 1; }
+	_oport=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$TMP/$_on.out")
+	_oi=0
+	while [ $_oi -lt "$_oc" ]; do
+		$PY -c "import socket; s=socket.create_connection(('$(host_of "$_of")',$_oport),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		_oi=$((_oi + 1))
+	done
+	wait $_opid
+}

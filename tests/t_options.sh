@@ -3,27 +3,8 @@
 # modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
 . "$ROOT/tests/lib.sh"
+. "$ROOT/tests/servers.sh"
 OPTSERVER=$ROOT/tests/py/optserver.py
-
-# serve NAME FAMILY COUNT [server args] -- runs optserver under the preload with the
-# environment already exported by the caller, connects COUNT times; output in $TMP/NAME.*
-serve() {
-	name=$1 fam=$2 count=$3
-	shift 3
-	LD_PRELOAD=$LIB $PY "$OPTSERVER" --family "$fam" --count "$count" "$@" \
-		>"$TMP/$name.out" 2>"$TMP/$name.err" &
-	spid=$!
-	wait_file "$TMP/$name.out" port || { echo "server $name did not start"; return 1; }
-	port=$(jget "$TMP/$name.out" 1 port)
-	host=127.0.0.1
-	[ "$fam" = 6 ] && host=::1
-	i=0
-	while [ $i -lt "$count" ]; do
-		$PY -c "import socket; s=socket.create_connection(('$host',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		i=$((i + 1))
-	done
-	wait $spid
-}
 
 # jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.
 jget() {
@@ -50,7 +31,7 @@ for fam in 4 6; do
 			SOCKTUNE_KEEPALIVE=30:10:5 SOCKTUNE_USER_TIMEOUT=30000 SOCKTUNE_CONGESTION=$want_cc \
 			SOCKTUNE_NOTSENT_LOWAT=16K SOCKTUNE_DEFER_ACCEPT=5 SOCKTUNE_FASTOPEN=64 \
 			SOCKTUNE_REUSEPORT=1 SOCKTUNE_TOS=lowdelay SOCKTUNE_PRIORITY=5 SOCKTUNE_MARK=7
-		serve all$fam $fam 2
+		opt_serve all$fam $fam 2
 	)
 	f=$TMP/all$fam.out
 	for line in 2 3; do
@@ -103,12 +84,12 @@ fi
 # ---- precedence ----
 (
 	export SOCKTUNE_RCVBUF=1M SOCKTUNE_NODELAY=1
-	serve prec_policy 4 1 --app-rcvbuf 65536 --app-nodelay-off
-	SOCKTUNE_PRECEDENCE=app serve prec_app 4 1 --app-rcvbuf 65536 --app-nodelay-off
+	opt_serve prec_policy 4 1 --app-rcvbuf 65536 --app-nodelay-off
+	SOCKTUNE_PRECEDENCE=app opt_serve prec_app 4 1 --app-rcvbuf 65536 --app-nodelay-off
 )
 # SO_PRIORITY is not inherited: the policy's value must reach each accepted socket even when
 # the app set its own on the listener first
-SOCKTUNE_PRIORITY=5 serve prec_prio 4 2 --app-priority 1
+SOCKTUNE_PRIORITY=5 opt_serve prec_prio 4 2 --app-priority 1
 expect precedence.policy.priority-per-connection "$TMP/prec_prio.out" 3 priority 5
 expect precedence.policy.rcvbuf "$TMP/prec_policy.out" 2 rcvbuf 2097152
 expect precedence.policy.nodelay "$TMP/prec_policy.out" 2 nodelay 1
@@ -128,10 +109,10 @@ check precedence.app.listen-line "listen line should say rcvbuf=app" -n "$(grep 
 (
 	export SOCKTUNE_DRY_RUN=1 SOCKTUNE_RCVBUF=1M SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=1000 \
 		SOCKTUNE_QUICKACK=1 SOCKTUNE_KEEPALIVE=1
-	serve dry 4 1
+	opt_serve dry 4 1
 	unset SOCKTUNE_DRY_RUN SOCKTUNE_RCVBUF SOCKTUNE_NODELAY SOCKTUNE_BACKLOG SOCKTUNE_QUICKACK \
 		SOCKTUNE_KEEPALIVE
-	serve plain 4 1
+	opt_serve plain 4 1
 )
 expect dry.backlog "$TMP/dry.out" 1 listener.backlog 5
 expect dry.nodelay "$TMP/dry.out" 2 nodelay 0
@@ -144,7 +125,7 @@ check dry.logged "listen line: $line" -n "$(printf '%s' "$line" | grep 'dry_run=
 big=$((rmem_max * 4))
 (
 	export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1
-	serve force 4 1
+	opt_serve force 4 1
 )
 expect rcvbuf-force.privileged "$TMP/force.out" 2 rcvbuf $((big * 2))
 if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw true 2>/dev/null; then

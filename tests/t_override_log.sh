@@ -4,34 +4,13 @@
 # line names the socket (fd= and addr=).  IPv4 and IPv6.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/servers.sh"
-OPTSERVER=$ROOT/tests/py/optserver.py
-
-# serve NAME FAMILY COUNT [server args]: optserver under the preload (environment exported
-# by the caller), COUNT connections; output in $TMP/NAME.out and $TMP/NAME.err.
-serve() {
-	name=$1 fam=$2 count=$3
-	shift 3
-	LD_PRELOAD=$LIB $PY "$OPTSERVER" --family "$fam" --count "$count" "$@" \
-		>"$TMP/$name.out" 2>"$TMP/$name.err" &
-	spid=$!
-	wait_file "$TMP/$name.out" port || { fail "$name" "server did not start: $(cat "$TMP/$name.err")"; return 1; }
-	port=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$TMP/$name.out")
-	host=127.0.0.1
-	[ "$fam" = 6 ] && host=::1
-	i=0
-	while [ $i -lt "$count" ]; do
-		$PY -c "import socket; s=socket.create_connection(('$host',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		i=$((i + 1))
-	done
-	wait $spid
-}
 
 for fam in 4 6; do
 	# the app sets TCP_NODELAY=1 itself, as most servers do, and the policy wants 1 too
 	n=agree_v$fam
 	(
 		export SOCKTUNE_NODELAY=1
-		serve $n $fam 2 --app-nodelay-on
+		opt_serve $n $fam 2 --app-nodelay-on
 	)
 	c=$(count_lines "$TMP/$n.err" 'event=app-override')
 	check $n.silent "$c app-override lines at info, want 0: $(cat "$TMP/$n.err")" "$c" -eq 0
@@ -39,7 +18,7 @@ for fam in 4 6; do
 	n=agree_debug_v$fam
 	(
 		export SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug
-		serve $n $fam 1 --app-nodelay-on
+		opt_serve $n $fam 1 --app-nodelay-on
 	)
 	c=$(count_lines "$TMP/$n.err" 'level=debug event=app-override .*option=nodelay app=1 same=1')
 	check $n "$c debug app-override lines, want >= 1" "$c" -ge 1
@@ -49,7 +28,7 @@ for fam in 4 6; do
 	n=differ_v$fam
 	(
 		export SOCKTUNE_RCVBUF=64K
-		serve $n $fam 2 --app-rcvbuf 8192
+		opt_serve $n $fam 2 --app-rcvbuf 8192
 	)
 	c=$(count_lines "$TMP/$n.err" 'event=app-override')
 	check $n.count "$c app-override lines, want 2 (listener, accepted): $(cat "$TMP/$n.err")" "$c" -eq 2
