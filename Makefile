@@ -10,7 +10,7 @@ WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wfor
            -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 ST_CFLAGS := -std=gnu11 $(WARN) -fno-common -fstack-protector-strong \
-             -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iinclude -Ishim $(CFLAGS)
+             -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iinclude -Ishim -Icommon $(CFLAGS)
 ifeq ($(CI),true)
 ST_CFLAGS += -Werror
 endif
@@ -21,15 +21,17 @@ LDFLAGS ?=
 SHLIB_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=shim/libsocktune.map
 LIBS    := -ldl -lpthread
 
-LIB_SRC    := shim/hooks.c shim/hooks_exec.c shim/exec.c shim/raw.c shim/apply.c shim/fdtable.c shim/log.c shim/host.c shim/policy.c \
-              shim/stats.c
-LIB_OBJ    := $(LIB_SRC:shim/%.c=$(BUILD)/lib/%.o)
-HDRS       := include/socktune.h include/socktune_stats.h shim/shim.h
+# common/: what the library and the command share (policy, option table, host limits).
+# shim/: the library (hooks and what they do).  cli/: the command.
+COMMON_SRC := $(wildcard common/*.c)
+LIB_SRC    := $(wildcard shim/*.c) $(COMMON_SRC)
+LIB_OBJ    := $(patsubst %.c,$(BUILD)/lib/%.o,$(LIB_SRC))
+HDRS       := $(wildcard include/*.h common/*.h shim/*.h cli/*.h)
 
 LIB := $(BUILD)/libsocktune.so
 
 # The command links the parser and the host reader, never the hooks.
-CLI_SRC    := shim/cli.c shim/statsview.c shim/policy.c shim/host.c
+CLI_SRC    := $(wildcard cli/*.c) $(COMMON_SRC)
 CLI        := $(BUILD)/socktune
 CLI_STATIC := $(BUILD)/socktune-static
 MAN1       := $(wildcard docs/*.1)
@@ -43,7 +45,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
 .PHONY: all static test demo bench bench-quick bench-bins clean install uninstall
 all: $(LIB) $(CLI)
 
-$(BUILD)/lib/%.o: shim/%.c $(HDRS)
+$(BUILD)/lib/%.o: %.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ST_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
@@ -62,9 +64,9 @@ $(CLI_STATIC): $(CLI_SRC) $(HDRS)
 	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -static $(LDFLAGS) -o $@ $(CLI_SRC)
 
 # Unit tests link the pure parts directly: no preload involved.
-$(BUILD)/tests/unit/%: tests/unit/%.c shim/policy.c shim/host.c $(HDRS)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -o $@ $< shim/policy.c shim/host.c
+	$(CC) $(ST_CFLAGS) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
 
@@ -172,10 +174,10 @@ valgrind:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h shim/policy.c shim/host.c shim/cli.c shim/statsview.c $(HDRS)
+build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMMON_SRC) $(wildcard cli/*.c) $(HDRS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< shim/policy.c shim/host.c shim/statsview.c
+	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim -Icommon \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(COMMON_SRC) cli/statsview.c
 
 fuzz-bins: $(FUZZ_BIN)
 fuzz: fuzz-bins

@@ -68,8 +68,5 @@ struct st_stats_file {
  * (unreadable, not a stats file, another version). */
 int st_stats_print(const char *path, int json);
 
-/* A TcpExt counter of the calling thread's network namespace (/proc/thread-self/net/netstat,
- * else /proc/net/netstat), or -1. */
-long long st_netstat(const char *name);
 
 #endif

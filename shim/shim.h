@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "socktune.h"
+#include "socktune_host.h"
 
 /* ---- the real functions: raw system calls until hooks.c resolves libc's once, with
  * dlsym(RTLD_NEXT) (shim/raw.c); never NULL ---- */
@@ -178,13 +179,6 @@ void st_stats_sample(int slot, int lfd, int force);
 void st_stats_accepted(int slot, int lfd);
 /* slot's listener was closed: the slot goes back to the pool (see stats.c for who may). */
 void st_stats_listener_closed(int slot);
-
-/* ---- host limits (host.c): /proc/sys read with raw syscalls, so no hook is re-entered ---- */
-long long st_sysctl_num(const char *name, long long dflt); /* "net.core.rmem_max" */
-int st_sysctl_str(const char *name, char *buf, size_t n);
-/* 1: port is one the kernel hands out for port 0 (net.ipv4.ip_local_port_range, not in
- * ip_local_reserved_ports); 0: not, or the sysctls do not say */
-int st_port_ephemeral(unsigned port);
 
 /* ---- logging (log.c) ---- */
 extern int st_log_level;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Documentation drift.  Fails when:
 #  - a SOCKTUNE_ variable the code reads (ST_VARIABLES in include/socktune.h, plus any other
-#    SOCKTUNE_ name in shim/*.c and include/*.h, such as SOCKTUNE_LIBRARY) has no entry in
+#    SOCKTUNE_ name in shim/, common/, cli/ and include/*.h, such as SOCKTUNE_LIBRARY) has no entry in
 #    docs/libsocktune.7 or no row in the README's variable table;
 #  - the docs (README.md, docs/*, examples/) name a SOCKTUNE_ variable the code does not read;
 #  - an --option printed by `socktune --help` is missing from docs/socktune.1;
@@ -18,7 +18,7 @@ code_vars() {
 	# X(RCVBUF, "RCVBUF", ...) -> SOCKTUNE_RCVBUF
 	sed -n 's/^[[:space:]]*X([A-Z0-9_]*, "\([A-Z0-9_]*\)".*/SOCKTUNE_\1/p' include/socktune.h
 	# every other name in the code (header guards are not variables)
-	cat shim/*.c include/*.h | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | grep -v '_H$'
+	cat shim/*.c common/*.c cli/*.c include/*.h | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | grep -v '_H$'
 }
 code_vars | sort -u >"$TMP/code"
 n_table=$(grep -c '^[[:space:]]*X([A-Z0-9_]*, "' include/socktune.h)

@@ -1,4 +1,4 @@
-/* The command's argv parsing (parse_args in shim/cli.c, static there): cli.c is included
+/* The command's argv parsing (parse_args in cli/cli.c, static there): cli.c is included
  * whole, its main renamed, and exit() turned into a jump back here, since parse_args ends a
  * bad command line with exit(2) (and --help, --version with exit(0)).  argv: the input's
  * NUL-separated words. */
@@ -21,7 +21,7 @@ static FILE *fuzz_null;
 #undef stderr
 #define stdout fuzz_null
 #define stderr fuzz_null
-#include "../../shim/cli.c"
+#include "../../cli/cli.c"
 #undef stdout
 #undef stderr
 #undef main

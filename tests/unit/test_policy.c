@@ -1,4 +1,4 @@
-/* Table-driven tests of every parser in shim/policy.c: good input, bad input, edges.
+/* Table-driven tests of every parser in common/policy.c: good input, bad input, edges.
  * Prints PASS/FAIL per case group; a failing case also prints its own line. */
 #include <stdio.h>
 #include <stdlib.h>

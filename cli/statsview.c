@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/uio.h>
 
+#include "socktune_host.h"
 #include "socktune_stats.h"
 
 /* A damaged file (or a copy read while a slot was being filled) must not make us read past

@@ -25,7 +25,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "shim.h" /* st_sysctl_num, st_sysctl_str (host.c) */
+#include "socktune.h"
+#include "socktune_host.h"
 #include "socktune_stats.h"
 
 extern char **environ;

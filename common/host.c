@@ -9,8 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
-#include "socktune_stats.h"
+#include "socktune_host.h"
 
 int st_sysctl_str(const char *name, char *buf, size_t n)
 {
