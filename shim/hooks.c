@@ -1,6 +1,5 @@
-/* The exported hooks, each a few lines: call the real function, keep its result and errno,
- * and hand the descriptor to apply.c.  Also the one-time init that resolves the real
- * functions and reads the policy, which the constructor and every hook may trigger. */
+/* The exported socket hooks, each a few lines: call the real function, keep its result and
+ * errno, and hand the descriptor to the logic that tunes it (listen.c, accept.c, ...). */
 /* This file defines read, recv and recvfrom: glibc's fortified inline wrappers of the same
  * names must not come first (clang then ignores ST_EXPORT and the hooks stay hidden). */
 #undef _FORTIFY_SOURCE
@@ -18,35 +17,6 @@
 
 #include "shim.h"
 
-#define ST_EXPORT __attribute__((visibility("default")))
-
-struct st_policy st_policy;
-_Atomic int st_ready;
-int st_enabled;
-
-extern char **environ;
-
-static void die(const char *name, const char *why)
-{
-	char msg[160];
-	int n = snprintf(msg, sizeof msg, "socktune: fatal: %s: %s\n", name, why);
-	ssize_t w = write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0);
-	(void)w;
-	abort();
-}
-
-/* The next definition after ours, libc's.  Getting our own hook back would mean endless
- * recursion (proxychains-ng's load_sym makes the same check). */
-static void *load_sym(const char *name, void *ours, int optional)
-{
-	void *sym = dlsym(RTLD_NEXT, name);
-	if (sym == ours)
-		die(name, "dlsym(RTLD_NEXT) returned the hook itself");
-	if (!sym && !optional)
-		die(name, "not found in the libraries after libsocktune");
-	return sym;
-}
-
 ST_EXPORT int close_range(unsigned first, unsigned last, int flags);
 ST_EXPORT void closefrom(int lowfd);
 ST_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
@@ -59,108 +29,6 @@ ST_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len);
 ST_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                        int flags);
 ST_EXPORT int setsockopt(int fd, int level, int optname, const void *val, socklen_t len);
-
-static void on_config_error(void *ctx, const char *name, const char *value, const char *msg)
-{
-	(void)ctx;
-	st_log_defer(name, value, msg);
-}
-
-static void init_once(void)
-{
-	/* One pointer store each: a signal handler on this thread sees either the raw
-	 * fallback (shim/raw.c) or libc's function, both right.  An optional symbol libc lacks
-	 * keeps its fallback. */
-#define LOAD(field, name, hook, optional)                                          \
-	do {                                                                       \
-		void *sym_ = load_sym(name, (void *)(hook), optional);             \
-		if (sym_)                                                          \
-			st_real.field = (__typeof__(st_real.field))sym_;           \
-	} while (0)
-	LOAD(socket, "socket", socket, 0);
-	LOAD(socketpair, "socketpair", socketpair, 0);
-	LOAD(bind, "bind", bind, 0);
-	LOAD(listen, "listen", listen, 0);
-	LOAD(accept, "accept", accept, 0);
-	LOAD(accept4, "accept4", accept4, 0);
-	LOAD(close, "close", close, 0);
-	LOAD(close_range, "close_range", close_range, 1);
-	LOAD(closefrom, "closefrom", closefrom, 1);
-	LOAD(dup2, "dup2", dup2, 0);
-	LOAD(dup3, "dup3", dup3, 0);
-	LOAD(read, "read", read, 0);
-	LOAD(readv, "readv", readv, 0);
-	LOAD(recv, "recv", recv, 0);
-	LOAD(recvfrom, "recvfrom", recvfrom, 0);
-	LOAD(recvmsg, "recvmsg", recvmsg, 0);
-	LOAD(read_chk, "__read_chk", __read_chk, 1);
-	LOAD(recv_chk, "__recv_chk", __recv_chk, 1);
-	LOAD(recvfrom_chk, "__recvfrom_chk", __recvfrom_chk, 1);
-	LOAD(connect, "connect", connect, 0);
-	LOAD(setsockopt, "setsockopt", setsockopt, 0);
-	LOAD(getsockopt, "getsockopt", NULL, 0);
-	LOAD(execve, "execve", execve, 0);
-	LOAD(execveat, "execveat", execveat, 1);
-	LOAD(fexecve, "fexecve", fexecve, 0);
-	LOAD(execv, "execv", execv, 0);
-	LOAD(execvp, "execvp", execvp, 0);
-	LOAD(execvpe, "execvpe", execvpe, 0);
-#undef LOAD
-
-	/* A setuid or file-capability program: the loader should have dropped LD_PRELOAD; if we
-	 * are here all the same, do nothing and trust no variable. */
-	if (getauxval(AT_SECURE))
-		return;
-	st_policy_from_env(&st_policy, environ, on_config_error, NULL);
-	if (st_on(&st_policy, ST_V_DISABLE))
-		return;
-	st_log_init(&st_policy);
-	st_pid_init();
-	st_enabled = 1;
-	st_exec_init();
-	st_adopt_inherited();
-}
-
-/* Init runs once, on the first thread that gets here.  That thread may re-enter a hook
- * before init is over (a signal handler that calls close(), an allocator that reads a file
- * while dlsym runs): such a call passes straight through to the fallbacks in st_real, where
- * waiting for init would wait for itself.  Other threads wait for init, a bounded time. */
-/* Who runs init: its pid and tid in one word, 0 before.  A fork() child of a process whose
- * init was under way finds another pid there: the thread running it does not exist in the
- * child, so the child takes init over (every store init makes is idempotent). */
-static _Atomic uint64_t init_owner;
-static _Atomic int init_wait_over; /* a wait for another thread's init timed out once */
-
-int st_init(void)
-{
-	int saved = errno; /* the first hooked call's errno is the app's */
-	uint64_t pid = (uint64_t)getpid();
-	uint64_t me = pid << 32 | (uint32_t)syscall(SYS_gettid), expect = 0;
-	int live = 0, mine = atomic_compare_exchange_strong(&init_owner, &expect, me);
-	for (int i = 0; !mine && i < 4 && expect && expect >> 32 != pid; i++)
-		mine = atomic_compare_exchange_strong(&init_owner, &expect, me);
-	if (mine) {
-		init_once();
-		atomic_store_explicit(&st_ready, 1, memory_order_release);
-		live = st_enabled;
-	} else if (expect != me) { /* another thread of ours runs init: wait, a bounded time */
-		for (int i = 0; i < 100000 && !atomic_load(&init_wait_over) &&
-		                !atomic_load_explicit(&st_ready, memory_order_acquire);
-		     i++)
-			sched_yield();
-		if (atomic_load_explicit(&st_ready, memory_order_acquire))
-			live = st_enabled;
-		else
-			atomic_store(&init_wait_over, 1); /* later calls pass through at once */
-	}
-	errno = saved;
-	return live;
-}
-
-__attribute__((constructor)) static void st_constructor(void)
-{
-	st_init();
-}
 
 /* ---- sockets ---- */
 

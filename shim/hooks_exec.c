@@ -12,7 +12,6 @@
 
 #include "shim.h"
 
-#define ST_EXPORT __attribute__((visibility("default")))
 
 extern char **environ;
 

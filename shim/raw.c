@@ -109,43 +109,17 @@ static void *next_sym(const char *name)
 		errno = ENOSYS;
 	return sym;
 }
-static int lazy_execvp(const char *file, char *const argv[])
+static int raw_execvp(const char *file, char *const argv[])
 {
 	int (*f)(const char *, char *const[]) = next_sym("execvp");
 	return f ? f(file, argv) : -1;
 }
-static int lazy_execvpe(const char *file, char *const argv[], char *const envp[])
+static int raw_execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	int (*f)(const char *, char *const[], char *const[]) = next_sym("execvpe");
 	return f ? f(file, argv, envp) : -1;
 }
-struct st_real st_real = {
-	.socket = raw_socket,
-	.socketpair = raw_socketpair,
-	.bind = raw_bind,
-	.listen = raw_listen,
-	.accept = raw_accept,
-	.accept4 = raw_accept4,
-	.close = raw_close,
-	.close_range = raw_close_range,
-	.closefrom = raw_closefrom,
-	.dup2 = raw_dup2,
-	.dup3 = raw_dup3,
-	.read = raw_read,
-	.readv = raw_readv,
-	.recv = raw_recv,
-	.recvfrom = raw_recvfrom,
-	.recvmsg = raw_recvmsg,
-	.read_chk = raw_read_chk,
-	.recv_chk = raw_recv_chk,
-	.recvfrom_chk = raw_recvfrom_chk,
-	.connect = raw_connect,
-	.setsockopt = raw_setsockopt,
-	.getsockopt = raw_getsockopt,
-	.execve = raw_execve,
-	.execveat = raw_execveat,
-	.fexecve = raw_fexecve,
-	.execv = raw_execv,
-	.execvp = lazy_execvp,
-	.execvpe = lazy_execvpe,
-};
+/* the fallback of each real function is raw_<name> */
+#define ST_RAW(name, symbol, kind, ret, params) ST_IF_REAL(kind, .name = raw_##name,)
+struct st_real st_real = {ST_HOOKS(ST_RAW)};
+#undef ST_RAW

@@ -13,41 +13,15 @@
 
 #include "socktune.h"
 #include "socktune_host.h"
+#include "hooks.h"
 
-/* ---- the real functions: raw system calls until hooks.c resolves libc's once, with
- * dlsym(RTLD_NEXT) (shim/raw.c); never NULL ---- */
+/* ---- the real functions: raw system calls until init.c resolves libc's once, with
+ * dlsym(RTLD_NEXT) (shim/raw.c); never NULL.  One field per row of ST_HOOKS (hooks.h). ---- */
+#define ST_REAL_FIELD(name, symbol, kind, ret, params) ST_IF_REAL(kind, ret(*name) params;)
 struct st_real {
-	int (*socket)(int, int, int);
-	int (*socketpair)(int, int, int, int[2]);
-	int (*bind)(int, const struct sockaddr *, socklen_t);
-	int (*listen)(int, int);
-	int (*accept)(int, struct sockaddr *, socklen_t *);
-	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
-	int (*close)(int);
-	int (*close_range)(unsigned, unsigned, int); /* the system call where libc lacks it */
-	void (*closefrom)(int);                      /* the system call where libc lacks it */
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*recv)(int, void *, size_t, int);
-	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	ssize_t (*recvmsg)(int, struct msghdr *, int);
-	ssize_t (*read_chk)(int, void *, size_t, size_t);      /* glibc's, else the check + call */
-	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
-	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
-	int (*connect)(int, const struct sockaddr *, socklen_t);
-	int (*setsockopt)(int, int, int, const void *, socklen_t);
-	int (*getsockopt)(int, int, int, void *, socklen_t *);
-	/* the exec family (hooks_exec.c): a raw execve/execveat where one does the job, else
-	 * libc's, looked up at the first call */
-	int (*execve)(const char *, char *const[], char *const[]);
-	int (*execveat)(int, const char *, char *const[], char *const[], int);
-	int (*fexecve)(int, char *const[], char *const[]);
-	int (*execv)(const char *, char *const[]);
-	int (*execvp)(const char *, char *const[]);
-	int (*execvpe)(const char *, char *const[], char *const[]);
+	ST_HOOKS(ST_REAL_FIELD)
 };
+#undef ST_REAL_FIELD
 
 extern struct st_real st_real;
 extern struct st_policy st_policy;

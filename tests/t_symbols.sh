@@ -36,6 +36,12 @@ mapped=$(sed -n '/global:/,/local:/p' "$ROOT/shim/libsocktune.map" | tr ' ;\t' '
 	grep -v -e '^$' -e ':' -e '^/' -e '^\*$' | sort -u)
 check exports_match_map "map: $(echo "$mapped" | tr '\n' ' ') / exported: $(echo "$exported" | tr '\n' ' ')" \
 	"$mapped" = "$exported"
+# the hooked functions are listed once, in ST_HOOKS (shim/hooks.h): every row but the REAL
+# ones (looked up, not hooked) is in the version script, and nothing else is
+listed=$(sed -n 's/^[[:space:]]*X([a-z_0-9]*, \([a-z_0-9]*\), \(HOOK\|OPTIONAL\|LISTED\),.*/\1/p' \
+	"$ROOT/shim/hooks.h" | sort -u)
+check hooks_list_matches_map "ST_HOOKS: $(echo "$listed" | tr '\n' ' ') / map: $(echo "$mapped" | tr '\n' ' ')" \
+	-n "$listed" -a "$listed" = "$mapped"
 
 needed=$(readelf -d "${LIB_SO:-$LIB}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 # (a sanitizer build also needs its runtime: make asan/ubsan/tsan set ST_SANITIZER)
