@@ -9,13 +9,6 @@
 
 #include "socktune.h"
 
-const struct st_var st_vars[ST_V_COUNT] = {
-#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help) \
-	[ST_V_##id] = {ST_ENV_PREFIX suffix, opt, type, lo, hi, arg, dflt, help},
-	ST_VARIABLES(ST_ENTRY)
-#undef ST_ENTRY
-};
-
 /* Digits only: strtoull alone would accept "-1" (wrapping it), leading blanks and "+". */
 static int parse_digits(const char *s, unsigned long long *out, const char **end)
 {
@@ -396,23 +389,3 @@ int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_er
 	return errors;
 }
 
-int st_var_tunes_listeners(enum st_var_id id)
-{
-	static const enum st_var_id vars[] = {
-		ST_V_RCVBUF, ST_V_SNDBUF, ST_V_BACKLOG, ST_V_BACKLOG_MIN, ST_V_BACKLOG_MAX,
-		ST_V_NODELAY, ST_V_QUICKACK, ST_V_KEEPALIVE, ST_V_USER_TIMEOUT, ST_V_CONGESTION,
-		ST_V_NOTSENT_LOWAT, ST_V_DEFER_ACCEPT, ST_V_FASTOPEN, ST_V_REUSEPORT, ST_V_TOS,
-		ST_V_PRIORITY, ST_V_MARK, ST_V_STATS};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-		if (vars[i] == id)
-			return 1;
-	return 0;
-}
-
-int st_policy_tunes_listeners(const struct st_policy *p)
-{
-	for (int id = 0; id < ST_V_COUNT; id++)
-		if (st_has(p, (enum st_var_id)id) && st_var_tunes_listeners((enum st_var_id)id))
-			return 1;
-	return 0;
-}

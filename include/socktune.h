@@ -27,63 +27,114 @@ enum st_type {
 	ST_T_PRECEDENCE, /* policy or app */
 };
 
-/* X(id, ENV suffix, option, type, min, max, argument, default, help)
- * option is the long option of the command (without "--"); booleans take no argument there. */
+/* X(id, ENV suffix, option, type, min, max, argument, default, help, socket option)
+ * option is the long option of the command (without "--"); booleans take no argument there.
+ * The log key of a variable is its option with '_' for '-' (notsent-lowat: notsent_lowat).
+ *
+ * socket option: what the library does with the value, the one place that says it.
+ *   SOCK(level, optname, flags, limit, needs)   a setsockopt of the value (an int, or a name
+ *            with ST_O_NAME), on listeners before listen() (flags: where else, and how it
+ *            is read back), then read back; limit: the sysctl that caps it; needs: the
+ *            capability without which the kernel refuses it (NULL: none)
+ *   SOCK6(level, optname, flags, limit, needs, level6, optname6)   another option on IPv6
+ *   OWN      tunes listeners or connections with code of its own (the backlog, quick-ack,
+ *            the stats file)
+ *   NOSOCK   not a socket setting (logging, scope, modes) */
 #define ST_VARIABLES(X)                                                                          \
 	X(RCVBUF, "RCVBUF", "rcvbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
-	  "SO_RCVBUF on listeners, set before listen() so the window scale matches")                 \
+	  "SO_RCVBUF on listeners, set before listen() so the window scale matches", \
+	  SOCK(SOL_SOCKET, SO_RCVBUF, ST_O_BUFFER | ST_O_CLIENT, "net.core.rmem_max", NULL)) \
 	X(RCVBUF_FORCE, "RCVBUF_FORCE", "rcvbuf-force", ST_T_BOOL, 0, 1, "", "off",                  \
-	  "try SO_RCVBUFFORCE first (CAP_NET_ADMIN, ignores net.core.rmem_max)")                     \
+	  "try SO_RCVBUFFORCE first (CAP_NET_ADMIN, ignores net.core.rmem_max)", \
+	  NOSOCK) \
 	X(SNDBUF, "SNDBUF", "sndbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
-	  "SO_SNDBUF on listeners (clamped by net.core.wmem_max)")                                   \
+	  "SO_SNDBUF on listeners (clamped by net.core.wmem_max)", \
+	  SOCK(SOL_SOCKET, SO_SNDBUF, ST_O_BUFFER | ST_O_CLIENT, "net.core.wmem_max", NULL)) \
 	X(BACKLOG, "BACKLOG", "backlog", ST_T_INT, 1, 2147483647, "N", "unset (the app's)",          \
-	  "replace the backlog the app passes to listen()")                                          \
+	  "replace the backlog the app passes to listen()", \
+	  OWN) \
 	X(BACKLOG_MIN, "BACKLOG_MIN", "backlog-min", ST_T_INT, 1, 2147483647, "N", "unset",          \
-	  "raise the app's backlog to at least N")                                                   \
+	  "raise the app's backlog to at least N", \
+	  OWN) \
 	X(BACKLOG_MAX, "BACKLOG_MAX", "backlog-max", ST_T_INT, 1, 2147483647, "N", "unset",          \
-	  "lower the app's backlog to at most N")                                                    \
+	  "lower the app's backlog to at most N", \
+	  OWN) \
 	X(NODELAY, "NODELAY", "nodelay", ST_T_BOOL, 0, 1, "", "unset (the app's)",                   \
-	  "TCP_NODELAY on listeners (accepted sockets inherit it)")                                  \
+	  "TCP_NODELAY on listeners (accepted sockets inherit it)", \
+	  SOCK(IPPROTO_TCP, TCP_NODELAY, ST_O_CLIENT, NULL, NULL)) \
 	X(QUICKACK, "QUICKACK", "quickack", ST_T_BOOL, 0, 1, "", "off",                              \
-	  "TCP_QUICKACK on accepted sockets, re-armed after every receive that returned data")       \
+	  "TCP_QUICKACK on accepted sockets, re-armed after every receive that returned data", \
+	  OWN) \
 	X(PORTS, "PORTS", "ports", ST_T_PORTS, 0, 0, "LIST", "every TCP listener",                   \
-	  "tune only listeners bound to these local ports, e.g. 80,443,8000-8099")                   \
+	  "tune only listeners bound to these local ports, e.g. 80,443,8000-8099", \
+	  NOSOCK) \
 	X(LOG, "LOG", "log-level", ST_T_LOGLEVEL, 0, 4, "LEVEL", "info",                             \
-	  "off, error, warn, info or debug")                                                         \
+	  "off, error, warn, info or debug", \
+	  NOSOCK) \
 	X(LOG_FILE, "LOG_FILE", "log-file", ST_T_PATH, 0, 0, "PATH", "stderr",                       \
-	  "append log lines to PATH (%p becomes the pid)")                                           \
+	  "append log lines to PATH (%p becomes the pid)", \
+	  NOSOCK) \
 	X(STATS, "STATS", "stats", ST_T_PATH, 0, 0, "PATH", "off",                                   \
-	  "keep live per-listener counters in PATH (%p becomes the pid); read with socktune stats")  \
+	  "keep live per-listener counters in PATH (%p becomes the pid); read with socktune stats", \
+	  OWN) \
 	X(KEEPALIVE, "KEEPALIVE", "keepalive", ST_T_KEEPALIVE, 0, 1, "on|IDLE:INTVL:CNT",            \
-	  "unset (the app's)", "SO_KEEPALIVE, with TCP_KEEPIDLE:TCP_KEEPINTVL:TCP_KEEPCNT (s, s, count)") \
+	  "unset (the app's)", "SO_KEEPALIVE, with TCP_KEEPIDLE:TCP_KEEPINTVL:TCP_KEEPCNT (s, s, count)", \
+	  SOCK(SOL_SOCKET, SO_KEEPALIVE, ST_O_CLIENT, NULL, NULL)) \
 	X(USER_TIMEOUT, "USER_TIMEOUT", "user-timeout", ST_T_INT, 0, 2147483647, "MS", "unset",      \
-	  "TCP_USER_TIMEOUT in milliseconds")                                                        \
+	  "TCP_USER_TIMEOUT in milliseconds", \
+	  SOCK(IPPROTO_TCP, TCP_USER_TIMEOUT, ST_O_CLIENT, NULL, NULL)) \
 	X(CONGESTION, "CONGESTION", "congestion", ST_T_NAME, 0, 0, "NAME",                           \
-	  "unset (net.ipv4.tcp_congestion_control)", "TCP_CONGESTION, e.g. bbr or cubic")            \
+	  "unset (net.ipv4.tcp_congestion_control)", "TCP_CONGESTION, e.g. bbr or cubic", \
+	  SOCK(IPPROTO_TCP, TCP_CONGESTION, ST_O_NAME | ST_O_CLIENT, NULL, NULL)) \
 	X(NOTSENT_LOWAT, "NOTSENT_LOWAT", "notsent-lowat", ST_T_SIZE, 1, 1073741824, "SIZE", "unset", \
-	  "TCP_NOTSENT_LOWAT: limit unsent data queued in the kernel")                               \
+	  "TCP_NOTSENT_LOWAT: limit unsent data queued in the kernel", \
+	  SOCK(IPPROTO_TCP, TCP_NOTSENT_LOWAT, ST_O_CLIENT, NULL, NULL)) \
 	X(DEFER_ACCEPT, "DEFER_ACCEPT", "defer-accept", ST_T_INT, 0, 2147483647, "SECONDS", "unset",   \
-	  "TCP_DEFER_ACCEPT on listeners: wake accept() only when data arrived")                     \
+	  "TCP_DEFER_ACCEPT on listeners: wake accept() only when data arrived", \
+	  SOCK(IPPROTO_TCP, TCP_DEFER_ACCEPT, ST_O_LISTENER_ONLY | ST_O_ROUNDS_UP, NULL, NULL)) \
 	X(FASTOPEN, "FASTOPEN", "fastopen", ST_T_INT, 0, 2147483647, "QLEN", "unset",                \
-	  "TCP_FASTOPEN queue length on listeners (needs net.ipv4.tcp_fastopen & 2)")                \
+	  "TCP_FASTOPEN queue length on listeners (needs net.ipv4.tcp_fastopen & 2)", \
+	  SOCK(IPPROTO_TCP, TCP_FASTOPEN, ST_O_LISTENER_ONLY, NULL, NULL)) \
 	X(REUSEPORT, "REUSEPORT", "reuseport", ST_T_BOOL, 0, 1, "", "unset (the app's)",             \
-	  "SO_REUSEPORT, set before bind()")                                                         \
+	  "SO_REUSEPORT, set before bind()", \
+	  SOCK(SOL_SOCKET, SO_REUSEPORT, ST_O_LISTENER_ONLY | ST_O_BEFORE_BIND, NULL, NULL)) \
 	X(TOS, "TOS", "tos", ST_T_TOS, 0, 255, "TOS", "unset",                                       \
-	  "IP_TOS / IPV6_TCLASS: a number or lowdelay, throughput, reliability, lowcost")            \
+	  "IP_TOS / IPV6_TCLASS: a number or lowdelay, throughput, reliability, lowcost", \
+	  SOCK6(IPPROTO_IP, IP_TOS, ST_O_CLIENT, NULL, NULL, IPPROTO_IPV6, IPV6_TCLASS)) \
 	X(PRIORITY, "PRIORITY", "priority", ST_T_INT, 0, 6, "N", "unset",                            \
-	  "SO_PRIORITY (not inherited: set on each accepted connection)")                            \
+	  "SO_PRIORITY (not inherited: set on each accepted connection)", \
+	  SOCK(SOL_SOCKET, SO_PRIORITY, ST_O_EACH_CONN | ST_O_CLIENT, NULL, NULL)) \
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
-	  "SO_MARK (needs CAP_NET_ADMIN)")                                                           \
+	  "SO_MARK (needs CAP_NET_ADMIN)", \
+	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
 	X(PRECEDENCE, "PRECEDENCE", "precedence", ST_T_PRECEDENCE, 0, 1, "policy|app", "policy",     \
-	  "who wins when the app sets a governed option itself")                                     \
+	  "who wins when the app sets a governed option itself", \
+	  NOSOCK) \
 	X(DRY_RUN, "DRY_RUN", "dry-run", ST_T_BOOL, 0, 1, "", "off",                                 \
-	  "log what would be applied, change nothing")                                               \
+	  "log what would be applied, change nothing", \
+	  NOSOCK) \
 	X(CLIENT, "CLIENT", "client", ST_T_BOOL, 0, 1, "", "off",                                    \
-	  "also tune outgoing connections made with connect()")                                      \
+	  "also tune outgoing connections made with connect()", \
+	  NOSOCK) \
 	X(CLIENT_PORTS, "CLIENT_PORTS", "client-ports", ST_T_PORTS, 0, 0, "LIST", "every port",       \
-	  "with --client: tune only connections to these destination ports")                         \
+	  "with --client: tune only connections to these destination ports", \
+	  NOSOCK) \
 	X(DISABLE, "DISABLE", "disable", ST_T_BOOL, 0, 1, "", "off",                                 \
-	  "the library does nothing at all")
+	  "the library does nothing at all", \
+	  NOSOCK)
+
+/* How an option of the table (SOCK) is applied and read back. */
+enum st_opt_flags {
+	ST_O_BUFFER = 1,        /* the kernel reports twice the request, capped by limit */
+	ST_O_LISTENER_ONLY = 2, /* meaningful on listeners only: not checked on accepted sockets */
+	ST_O_EACH_CONN = 4,     /* not copied to accepted sockets: set on each one */
+	ST_O_BEFORE_BIND = 8,   /* set in bind(), before the real one */
+	ST_O_NAME = 16,         /* takes a name (TCP_CONGESTION), not an int */
+	ST_O_CLIENT = 32,       /* applied to outgoing connections too (SOCKTUNE_CLIENT) */
+	ST_O_UNSIGNED = 64,     /* logged as an unsigned number (SO_MARK) */
+	ST_O_ROUNDS_UP = 128,   /* the kernel may keep a larger value (TCP_DEFER_ACCEPT counts
+	                         * SYN-ACK retransmissions): more than asked is no clamp */
+};
 
 enum st_var_id {
 #define ST_ENUM(id, ...) ST_V_##id,
@@ -164,12 +215,6 @@ int st_var_by_option(const char *name);
  * value and a message; the rest still applies.  Returns the number of errors. */
 typedef void (*st_error_fn)(void *ctx, const char *name, const char *value, const char *msg);
 int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_error, void *ctx);
-
-/* Whether the policy sets anything on listeners (a size, a flag, the backlog, stats): with
- * only logging set, say, nothing is tuned. */
-int st_policy_tunes_listeners(const struct st_policy *p);
-/* Whether variable id is one of those (SOCKTUNE_NODELAY is, SOCKTUNE_LOG is not). */
-int st_var_tunes_listeners(enum st_var_id id);
 
 /* Expand %p in a log file path.  Returns 0, or -1 if it does not fit. */
 int st_expand_path(const char *pattern, long pid, char *out, size_t n);

@@ -14,6 +14,9 @@
 #include "socktune.h"
 #include "socktune_host.h"
 #include "hooks.h"
+#include "socktune_apply.h"
+#include "socktune_kernel.h"
+#include "socktune_opts.h"
 
 /* ---- the real functions: raw system calls until init.c resolves libc's once, with
  * dlsym(RTLD_NEXT) (shim/raw.c); never NULL.  One field per row of ST_HOOKS (hooks.h). ---- */
@@ -53,8 +56,8 @@ enum st_kind {
 };
 #define ST_FD_KIND_MASK 0xfull
 #define ST_FD_QUICKACK 0x10ull  /* re-arm TCP_QUICKACK after every receive */
-#define ST_FD_APP_SHIFT 8       /* bits 8..: options the app set itself (one per governed option) */
-#define ST_FD_REC_SHIFT 48      /* bits 48..63: listener record + 1 */
+#define ST_FD_APP_SHIFT 8       /* bits 8..51: options the app set itself (bit 8 + option) */
+#define ST_FD_REC_SHIFT 52      /* bits 52..63: listener record + 1 */
 #define ST_FD_KIND(e) ((unsigned)((e) & ST_FD_KIND_MASK))
 
 struct st_fdmap {

@@ -1,0 +1,118 @@
+/* ST_VARIABLES expanded: the variables (st_vars) and the socket options they set
+ * (st_sockopts), with the few questions every user of the table asks of it. */
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "socktune_opts.h"
+
+const struct st_var st_vars[ST_V_COUNT] = {
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
+	[ST_V_##id] = {ST_ENV_PREFIX suffix, opt, type, lo, hi, arg, dflt, help},
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+};
+
+/* The socket option column: ST_SO_SOCK(...), ST_SO_SOCK6(...), ST_SO_OWN or ST_SO_NOSOCK. */
+#define ST_SO_SOCK(level, optname, flags, limit, needs) \
+	#optname, level, optname, flags, limit, needs, NULL, 0, 0
+#define ST_SO_SOCK6(level, optname, flags, limit, needs, level6, optname6) \
+	#optname, level, optname, flags, limit, needs, #optname6, level6, optname6
+#define ST_SO_OWN NULL
+#define ST_SO_NOSOCK NULL
+
+const struct st_sockopt st_sockopts[ST_O_COUNT] = {
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
+	[ST_V_##id] = {ST_SO_##sock, .var = ST_V_##id},
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+	/* SOCKTUNE_KEEPALIVE=IDLE:INTVL:CNT */
+	[ST_O_KEEPIDLE] = {"TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE, ST_O_CLIENT, .var = ST_V_KEEPALIVE,
+	                   .key = "keepalive.idle"},
+	[ST_O_KEEPINTVL] = {"TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL, ST_O_CLIENT,
+	                    .var = ST_V_KEEPALIVE, .key = "keepalive.intvl"},
+	[ST_O_KEEPCNT] = {"TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT, ST_O_CLIENT, .var = ST_V_KEEPALIVE,
+	                  .key = "keepalive.cnt"},
+};
+
+/* Whether a variable is OWN (no socket option, but it tunes sockets). */
+static const unsigned char own[ST_V_COUNT] = {
+#define ST_OWN_OWN 1
+#define ST_OWN_NOSOCK 0
+#define ST_OWN_SOCK(...) 0
+#define ST_OWN_SOCK6(...) 0
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) [ST_V_##id] = ST_OWN_##sock,
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+};
+
+void st_sockopt_for(int i, int family, int *level, int *optname, const char **label)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	int v6 = family == AF_INET6 && o->label6;
+	*level = v6 ? o->level6 : o->level;
+	*optname = v6 ? o->optname6 : o->optname;
+	*label = v6 ? o->label6 : o->label;
+}
+
+int st_opt_want(const struct st_policy *p, int i, int *want)
+{
+	int on = st_on(p, ST_V_KEEPALIVE);
+	switch (i) {
+	case ST_O_KEEPIDLE: *want = p->ka_idle; return on && p->ka_idle > 0;
+	case ST_O_KEEPINTVL: *want = p->ka_intvl; return on && p->ka_intvl > 0;
+	case ST_O_KEEPCNT: *want = p->ka_cnt; return on && p->ka_cnt > 0;
+	}
+	if (i < 0 || i >= ST_V_COUNT || !st_is_sockopt(i))
+		return 0;
+	/* a name option: the name is elsewhere; an unsigned one (SO_MARK) goes in as its bits */
+	*want = (st_sockopts[i].flags & ST_O_NAME) ? 1 : (int)(unsigned)p->num[i];
+	return st_has(p, (enum st_var_id)i);
+}
+
+int st_opt_is_flag(int i)
+{
+	return i < ST_V_COUNT && (st_vars[i].type == ST_T_BOOL || st_vars[i].type == ST_T_KEEPALIVE);
+}
+
+int st_opt_lookup(int level, int optname)
+{
+	if (level == SOL_SOCKET && optname == SO_RCVBUFFORCE)
+		return ST_V_RCVBUF;
+	if (level == SOL_SOCKET && optname == SO_SNDBUFFORCE)
+		return ST_V_SNDBUF;
+	for (int i = 0; i < ST_O_COUNT; i++) {
+		const struct st_sockopt *o = &st_sockopts[i];
+		if (o->label && ((o->level == level && o->optname == optname) ||
+		                 (o->label6 && o->level6 == level && o->optname6 == optname)))
+			return i;
+	}
+	return -1;
+}
+
+const char *st_opt_key(int i, char *buf, size_t n)
+{
+	if (st_sockopts[i].key)
+		return st_sockopts[i].key;
+	const char *s = i < ST_V_COUNT ? st_vars[i].option : "?";
+	size_t k = 0;
+	for (; s[k] && k + 1 < n; k++)
+		buf[k] = s[k] == '-' ? '_' : s[k];
+	buf[k] = '\0';
+	return buf;
+}
+
+int st_var_tunes_listeners(enum st_var_id id)
+{
+	return st_is_sockopt(id) || own[id];
+}
+
+int st_policy_tunes_listeners(const struct st_policy *p)
+{
+	for (int id = 0; id < ST_V_COUNT; id++)
+		if (st_has(p, (enum st_var_id)id) && st_var_tunes_listeners((enum st_var_id)id))
+			return 1;
+	return 0;
+}

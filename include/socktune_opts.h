@@ -1,0 +1,57 @@
+/* The socket options the policy sets, as the library, the command and anything that tunes
+ * a socket from outside see them: one entry per variable of ST_VARIABLES whose socket
+ * option column is SOCK or SOCK6 (indexed by its st_var_id), then the three parts of
+ * SOCKTUNE_KEEPALIVE.  Nothing here is written twice: it is ST_VARIABLES, expanded. */
+#ifndef SOCKTUNE_OPTS_H
+#define SOCKTUNE_OPTS_H
+
+#include <stddef.h>
+
+#include "socktune.h"
+
+enum { ST_O_KEEPIDLE = ST_V_COUNT, ST_O_KEEPINTVL, ST_O_KEEPCNT, ST_O_COUNT };
+
+struct st_sockopt {
+	const char *label; /* "SO_RCVBUF"; NULL: the variable is no socket option */
+	int level, optname;
+	unsigned flags;     /* enum st_opt_flags */
+	const char *limit;  /* the sysctl that caps it, or NULL */
+	const char *needs;  /* the capability without which the kernel refuses it, or NULL */
+	const char *label6; /* on IPv6 sockets another option (IPV6_TCLASS), or NULL */
+	int level6, optname6;
+	int var;            /* the variable that gives its value */
+	const char *key;    /* the log key when it is not the option's ("keepalive.idle") */
+};
+
+extern const struct st_sockopt st_sockopts[ST_O_COUNT];
+
+static inline int st_is_sockopt(int i)
+{
+	return st_sockopts[i].label != NULL;
+}
+
+/* The level, optname and label of option i on a socket of family (AF_INET6: SOCK6's). */
+void st_sockopt_for(int i, int family, int *level, int *optname, const char **label);
+
+/* Whether p sets option i, and to what (a name option: 1, the name is p->congestion). */
+int st_opt_want(const struct st_policy *p, int i, int *want);
+
+/* Whether option i is a flag (on or off: TCP_NODELAY), compared by its truth. */
+int st_opt_is_flag(int i);
+
+/* The option an app's setsockopt(level, optname) touches (its *FORCE variants, and the
+ * IPv6 one, included), or -1. */
+int st_opt_lookup(int level, int optname);
+
+/* The log key of option i: its command option with '_' for '-' ("notsent_lowat"), or the
+ * table's key.  ST_KEY(i) gives it in a buffer that lives to the end of the block. */
+const char *st_opt_key(int i, char *buf, size_t n);
+#define ST_KEY_MAX 32
+#define ST_KEY(i) st_opt_key((i), (char[ST_KEY_MAX]){0}, ST_KEY_MAX)
+
+/* A variable that tunes listeners or connections (SOCK, SOCK6 or OWN): with none of them
+ * set (only logging, say) the library tunes nothing. */
+int st_var_tunes_listeners(enum st_var_id id);
+int st_policy_tunes_listeners(const struct st_policy *p);
+
+#endif

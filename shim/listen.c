@@ -1,0 +1,357 @@
+/* Listeners: the listen() hook's body (options set before the real listen(), so that
+ * SO_RCVBUF decides the window scale of the SYN-ACK; the backlog policy; what is in force,
+ * read back and logged), a second listen(), listeners inherited at exec, and bind() for
+ * SO_REUSEPORT. */
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tune.h"
+
+static _Atomic int fastopen_warned; /* said once per process */
+
+static int want_backlog(int app)
+{
+	return st_backlog_want(&st_policy, app);
+}
+
+static int backlog_governed(void)
+{
+	return st_backlog_governed(&st_policy);
+}
+
+/* Whether the policy sets anything on listeners: with nothing set (only logging, say) a
+ * listener is not tuned, and its line is debug, not info. */
+static int tunes_listeners(void)
+{
+	return st_policy_tunes_listeners(&st_policy);
+}
+
+
+/* The backlog keys of a listen line, and the clamp warning when somaxconn cut the number. */
+static void add_backlog(struct st_line *head, int fd, const char *addr, int app_backlog, int want,
+                        int effective, const char *dry, int warn)
+{
+	st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, want,
+	            effective);
+	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
+	int clamped = want >= 0 && (*dry ? (somaxconn >= 0 && want > somaxconn)
+	                                 : (effective >= 0 && effective < want));
+	char fix[96];
+	st_fix_somaxconn(want, fix, sizeof fix);
+	if (clamped)
+		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+		       "event=clamp option=backlog fd=%d want=%d effective=%lld "
+		       "limit=net.core.somaxconn:%lld fix=\"%s\"%s",
+		       fd, want, *dry ? somaxconn : effective, somaxconn, fix, dry);
+	/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
+	 * -1 = somaxconn) gets less, which the operator rarely meant. */
+	long long asked = app_backlog < 0 ? somaxconn : app_backlog;
+	if (st_has(&st_policy, ST_V_BACKLOG) && want >= 0 && asked > want) {
+		char means[64] = "";
+		if (app_backlog < 0)
+			snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
+			         somaxconn);
+		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+		       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
+		       "fix=\"use --backlog-min %d to only raise\"%s",
+		       fd, addr, app_backlog, means, want, want, dry);
+	}
+}
+
+
+/* Apply the policy to a listener: from the listen() hook (adopting = 0: set the options,
+ * then call the real listen() with the policy's backlog; RELISTEN_UNTRACKED the same on a
+ * socket listening already) or to a socket already listening (adopting = 1 or
+ * ADOPT_AT_START: listen() again only when the backlog policy changes the number). */
+int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
+{
+	char addr[ST_ADDR_MAX];
+	unsigned port;
+	int family = st_local_addr(fd, addr, sizeof addr, &port);
+	uint64_t entry = st_fd_get(fd);
+	uint64_t app = entry;
+	const char *dry = st_dry_run() ? " dry_run=1" : "";
+
+	if (st_has(&st_policy, ST_V_PORTS) && !st_port_in(st_policy.ports, port)) {
+		st_fd_cas(fd, &entry, ST_FD_IGNORED); /* unless closed and reused meanwhile */
+		st_log(ST_LOG_DEBUG, "event=skip fd=%d addr=%s reason=ports", fd, addr);
+		return SKIPPED;
+	}
+	st_log_flush_deferred();
+
+	struct st_line line = {.n = 0};
+	int eff[ST_O_COUNT], before[ST_O_COUNT];
+	int app_call = adopting == 0 || adopting == RELISTEN_UNTRACKED, tuned_before = 0;
+	if (!app_call) {
+		st_read_current(&st_ops, fd, family, &st_policy, before);
+		tuned_before = !*dry && st_is_applied(&st_policy, before);
+	}
+	if (tuned_before) {
+		/* the parent that exec'd us tuned it (and said so, clamps included): nothing to set */
+		for (int i = 0; i < ST_O_COUNT; i++) {
+			eff[i] = before[i];
+			if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_NAME))
+				st_line_add(&line, " %s=%s", ST_KEY(i), st_policy.congestion);
+			else if (before[i] != ST_UNREAD)
+				st_line_add(&line, " %s=%d", ST_KEY(i), before[i]);
+		}
+	} else {
+		/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
+		st_tune(fd, family, ST_FD_LISTENER, 0, ST_O_BEFORE_BIND, app, &line, eff);
+	}
+	if (st_has(&st_policy, ST_V_REUSEPORT)) {
+		int v;
+		st_get_int(fd, SOL_SOCKET, SO_REUSEPORT, &v);
+		st_line_add(&line, " reuseport=%d", v);
+	}
+	long long tfo = st_has(&st_policy, ST_V_FASTOPEN) && !tuned_before
+	                        ? st_sysctl_num("net.ipv4.tcp_fastopen", -1) : -1;
+	if (tfo >= 0 && !st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1)) {
+		char fix[96];
+		st_fix_fastopen(tfo, fix, sizeof fix);
+		st_log(ST_LOG_WARN, "event=fastopen-disabled limit=net.ipv4.tcp_fastopen:%lld fix=\"%s\"",
+		       tfo, fix);
+	}
+
+	/* An adopted socket listens already: listen() again only to change its backlog. */
+	if (!app_call)
+		app_backlog = st_listen_backlog(&st_ops, fd);
+	int want = backlog_governed() ? want_backlog(app_backlog) : app_backlog;
+	int pass = *dry ? app_backlog : want;
+	if (!app_call && pass > app_backlog && app_backlog >= 0 &&
+	    app_backlog == st_sysctl_num("net.core.somaxconn", -1))
+		pass = app_backlog; /* cut to somaxconn, as it is already: listen() would change nothing */
+	*result = 0;
+	if ((app_call || pass != app_backlog) && (*result = st_real.listen(fd, pass)) != 0) {
+		int saved = errno;
+		st_log(ST_LOG_DEBUG, "event=listen-failed fd=%d addr=%s error=\"%s\"", fd, addr,
+		       strerror(saved));
+		errno = saved;
+		return FAILED;
+	}
+
+	/* Found listening with every value the policy wants in place already (a worker exec'd
+	 * by a parent that tuned the listener): said at debug, so workers add no noise. */
+	int unchanged = !app_call && !*dry && pass == app_backlog;
+	for (int i = 0; unchanged && i < ST_O_COUNT; i++)
+		if (eff[i] != ST_UNREAD && eff[i] != before[i])
+			unchanged = 0;
+
+	/* A port the kernel picked (a startup probe, an admin or RPC socket on port 0) is marked
+	 * port=ephemeral: listen() on an unbound socket (st_local_addr() saw port 0 before it), or,
+	 * when SOCKTUNE_PORTS names none, a port in ip_local_port_range.  Still logged at info:
+	 * a server told to use port 0 (a test harness, a dynamic-port platform) looks like a probe
+	 * at listen(), and bind() is not asked (that would cost it a syscall). */
+	int ephemeral = 0;
+	if (adopting == 0 && port == 0) {
+		st_local_addr(fd, addr, sizeof addr, &port); /* the port listen() picked */
+		ephemeral = 1;
+	} else if (!st_has(&st_policy, ST_V_PORTS)) {
+		ephemeral = st_port_ephemeral(port);
+	}
+	struct st_line head = {.n = 0};
+	st_line_add(&head, "event=%s fd=%d addr=%s%s", app_call ? "listen" : "adopt", fd, addr,
+	            adopting == RELISTEN_UNTRACKED ? " relisten=1" : "");
+	if (backlog_governed())
+		add_backlog(&head, fd, addr, app_backlog, want, st_listen_backlog(&st_ops, fd), dry, !unchanged);
+	if (st_has(&st_policy, ST_V_QUICKACK))
+		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
+	st_log(tunes_listeners() && !unchanged ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s%s", head.b,
+	       line.b, unchanged ? " unchanged=1" : "", ephemeral ? " port=ephemeral" : "", dry);
+
+	unsigned index;
+	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : st_listener_alloc(&index);
+	if (!L) {
+		/* A dry run, a descriptor beyond the table, or the table is full: only the
+		 * per-connection work is skipped. */
+		if (!*dry && st_fd_fits(fd))
+			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
+		st_fd_cas(fd, &entry, ST_FD_IGNORED);
+		return TUNED;
+	}
+	memcpy(L->eff, eff, sizeof eff);
+	L->family = family;
+	L->fd = fd;
+	/* An adopted listener may hold connections that completed their handshake before its
+	 * options were set: they inherited the old values.  Count them (after the options were
+	 * set, so the count errs on the safe side); accept() gives them the options itself and
+	 * the inheritance check waits for the first connection made after the tuning. */
+	int queued = adopting ? st_accept_queue(&st_ops, fd) : 0;
+	if (queued > 0)
+		atomic_store(&L->queued, queued);
+	/* A listener found at start may only be inherited by a process that never serves it (a
+	 * child the server runs without closing its listeners first): its stats slot, and the
+	 * stats file, are claimed by the process that accepts on it (count_accepted). */
+	L->stats_slot = adopting == ADOPT_AT_START
+	                        ? STATS_LATER
+	                        : st_stats_listener(fd, family, port, addr, adopting != 0,
+	                                  eff[ST_V_RCVBUF] == ST_UNREAD ? -1 : eff[ST_V_RCVBUF],
+	                                  eff[ST_V_SNDBUF] == ST_UNREAD ? -1 : eff[ST_V_SNDBUF]);
+	/* complete: from now on a copy of the listener finds the record (share_listener) */
+	atomic_store_explicit(&L->ino, st_socket_ino(fd), memory_order_release);
+	/* precedence=app: the options the app set stay the app's on this listener's
+	 * connections too (not checked, not set per connection); with policy they were
+	 * overwritten above and are the policy's like any other */
+	uint64_t v = ST_FD_LISTENER | (st_app_wins() ? entry & APP_BITS : 0) |
+	             ((uint64_t)(index + 1) << ST_FD_REC_SHIFT);
+	if (!st_fd_cas(fd, &entry, v))
+		st_release_record(v); /* closed (and maybe reused) while we tuned it */
+	return TUNED;
+}
+
+/* listen() again on a tuned listener: only the backlog changes.  When the number in force
+ * changes, the log says so, read back with TCP_INFO like the first time (relisten=1). */
+static int relisten(int fd, int backlog, int saved)
+{
+	int before = st_listen_backlog(&st_ops, fd), want = want_backlog(backlog);
+	errno = saved;
+	int r = st_real.listen(fd, want);
+	if (r != 0)
+		return r;
+	int after = st_listen_backlog(&st_ops, fd);
+	char addr[ST_ADDR_MAX];
+	unsigned port;
+	struct st_line head = {.n = 0};
+	st_local_addr(fd, addr, sizeof addr, &port);
+	st_line_add(&head, "event=listen fd=%d addr=%s relisten=1", fd, addr);
+	add_backlog(&head, fd, addr, backlog, want, after, "", 1);
+	st_log(after != before ? ST_LOG_INFO : ST_LOG_DEBUG, "%s", head.b);
+	errno = saved;
+	return 0;
+}
+
+int st_listen(int fd, int backlog)
+{
+	uint64_t e = st_fd_get(fd);
+	unsigned kind = ST_FD_KIND(e);
+
+	int saved = errno;
+	if (kind == ST_FD_LISTENER && backlog_governed() && !st_dry_run() && st_still_tcp(fd, e))
+		return relisten(fd, backlog, saved);
+	if (kind == ST_FD_LISTENER) {
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
+	    kind == ST_FD_ADOPTING || st_none_of_ours(e) ||
+	    (kind != ST_FD_TCP && !st_is_tcp_socket(fd))) {
+		if (kind == ST_FD_UNKNOWN && !st_none_of_ours(e))
+			st_fd_set(fd, ST_FD_IGNORED);
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	/* listen() only succeeds on a socket that is closed (or listening already): leave a
+	 * connected or connecting one untouched, and its listen() fails as it would. */
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	int have_info = st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0;
+	if (!have_info && !st_still_tcp(fd, e)) {
+		errno = saved; /* no TCP socket any more: the entry outlived its socket */
+		return st_real.listen(fd, backlog);
+	}
+	if (have_info && ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN) {
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	/* Listening already, with no record: a copy of a tuned listener (dup()) is that
+	 * listener; any other (inherited, with no scan at start) may hold connections made
+	 * before its tuning, which tune_listener counts as it does for an adopted one. */
+	int listening = have_info && ti.tcpi_state == TCP_LISTEN;
+	if (listening && st_share_listener(fd, e, st_socket_ino(fd))) {
+		if (backlog_governed() && !st_dry_run())
+			return relisten(fd, backlog, saved);
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	int result;
+	switch (st_tune_listener(fd, backlog, listening ? RELISTEN_UNTRACKED : 0, &result)) {
+	case SKIPPED:
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	case FAILED:
+		return result; /* with the real listen()'s errno */
+	default:
+		errno = saved;
+		return result;
+	}
+}
+
+/* Listeners inherited at exec (socket activation, a supervisor, an upgrade handing its
+ * sockets on) are found at start, so that a server which accepts them only through
+ * io_uring (no accept() hook ever runs) still gets the listener options.  One bounded pass
+ * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets. */
+
+static void adopt_found(int fd, const struct stat *st, void *ctx)
+{
+	(void)ctx;
+	uint64_t e = ST_FD_UNKNOWN;
+	int result;
+	if (st_fd_get(fd) || !st_is_tcp_socket(fd) || !st_fd_fits(fd) ||
+	    !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
+	    st_share_listener(fd, ST_FD_ADOPTING, (unsigned long)st->st_ino))
+		return;
+	st_tune_listener(fd, -1, ADOPT_AT_START, &result);
+	e = ST_FD_ADOPTING; /* not tuned (outside SOCKTUNE_PORTS, or it failed) */
+	st_fd_cas(fd, &e, ST_FD_IGNORED);
+}
+
+void st_adopt_inherited(void)
+{
+	if (!tunes_listeners()) {
+		st_inherited_scanned = 1; /* nothing to tune, nothing to adopt */
+		return;
+	}
+	/* With precedence=app, what the app set on its listener stays: a child that merely
+	 * inherits its parent's listener (run without closing it first) must not overwrite the
+	 * parent app's values.  Such listeners are adopted at their first accept instead. */
+	if (st_app_wins())
+		return;
+	if (st_each_listener_fd(adopt_found, NULL) != 0)
+		return; /* no /proc: listeners are adopted at their first accept instead */
+	st_inherited_scanned = 1;
+}
+
+/* SO_REUSEPORT only counts when set before bind(). */
+int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int want;
+	uint64_t e = st_fd_get(fd);
+	struct sockaddr_storage ss;
+	int saved = errno;
+	if (!st_opt_want(&st_policy, ST_V_REUSEPORT, &want) || st_dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
+	    (st_app_wins() && (e & st_app_bit(ST_V_REUSEPORT))))
+		return st_real.bind(fd, addr, len);
+	/* an inet address, or the entry outlived its socket (see still_tcp) */
+	if (st_copy_addr(addr, len, &ss) != 0) {
+		errno = saved;
+		return st_real.bind(fd, addr, len);
+	}
+	if (st_has(&st_policy, ST_V_PORTS)) {
+		char text[ST_ADDR_MAX];
+		unsigned port;
+		st_format_addr((struct sockaddr *)&ss, text, sizeof text, &port);
+		if (!st_port_in(st_policy.ports, port))
+			return st_real.bind(fd, addr, len);
+	}
+	int before;
+	struct st_err err;
+	int changed = st_get_int(fd, SOL_SOCKET, SO_REUSEPORT, &before) == 0 && before != want;
+	if (changed && st_set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0) {
+		st_log(ST_LOG_WARN, "event=setsockopt option=reuseport fd=%d error=\"%s\"", fd, err.msg);
+		changed = 0;
+	}
+	errno = saved;
+	int r = st_real.bind(fd, addr, len);
+	if (r != 0 && changed) { /* a failed bind() leaves the socket as it was */
+		saved = errno;
+		st_set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", before);
+		errno = saved;
+	}
+	return r;
+}
