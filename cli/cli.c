@@ -27,6 +27,7 @@
 
 #include "socktune.h"
 #include "socktune_host.h"
+#include "socktune_json.h"
 #include "socktune_stats.h"
 
 extern char **environ;
@@ -1067,44 +1068,6 @@ static void memory_exposure(const struct host *h, const struct verdict *v, int n
 	m->page = h->page;
 }
 
-/* JSON strings: escape quotes, backslashes and control characters; bytes that are not
- * UTF-8 become U+FFFD so the output always parses. */
-static void json_str(const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	putchar('"');
-	while (*u) {
-		unsigned char c = *u;
-		if (c == '"' || c == '\\') {
-			printf("\\%c", c);
-			u++;
-		} else if (c < 0x20 || c == 0x7f) {
-			printf("\\u%04x", c);
-			u++;
-		} else if (c < 0x80) {
-			putchar(c);
-			u++;
-		} else {
-			int len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-			int ok = len > 0 && (c < 0xf0 || len == 4);
-			for (int k = 1; ok && k < len; k++)
-				ok = (u[k] & 0xc0) == 0x80;
-			/* no overlong forms, no surrogates, nothing past U+10FFFF */
-			if (ok && ((c == 0xe0 && u[1] < 0xa0) || (c == 0xed && u[1] >= 0xa0) ||
-			           (c == 0xf0 && u[1] < 0x90) || (c == 0xf4 && u[1] >= 0x90)))
-				ok = 0;
-			if (ok) {
-				fwrite(u, 1, (size_t)len, stdout);
-				u += len;
-			} else {
-				fputs("\\ufffd", stdout);
-				u++;
-			}
-		}
-	}
-	putchar('"');
-}
-
 static void json_sysctl(size_t i, const char *val)
 {
 	if (!*val) {
@@ -1117,7 +1080,7 @@ static void json_sysctl(size_t i, const char *val)
 		if (*end == '\0' && end != val)
 			printf("%lld", num);
 		else
-			json_str(val);
+			st_json_str(stdout, val);
 		return;
 	}
 	/* lists: numbers or names, each word an element */
@@ -1135,7 +1098,7 @@ static void json_sysctl(size_t i, const char *val)
 		if (host_sysctls[i].words > 0)
 			fputs(word, stdout);
 		else
-			json_str(word);
+			st_json_str(stdout, word);
 		s += len;
 	}
 	putchar(']');
@@ -1145,11 +1108,11 @@ static void print_json(const struct host *h, const struct verdict *v, int n,
                        const struct memory *m, int not_full)
 {
 	printf("{\n  \"version\": ");
-	json_str(ST_VERSION);
+	st_json_str(stdout, ST_VERSION);
 	printf(",\n  \"host\": {\n");
 	for (size_t i = 0; i < N_SYSCTL; i++) {
 		printf("    ");
-		json_str(host_sysctls[i].name);
+		st_json_str(stdout, host_sysctls[i].name);
 		printf(": ");
 		json_sysctl(i, h->val[i]);
 		printf(",\n");
@@ -1169,11 +1132,11 @@ static void print_json(const struct host *h, const struct verdict *v, int n,
 	printf("},\n    \"page_size\": %ld\n  },\n  \"options\": [", h->page);
 	for (int i = 0; i < n; i++) {
 		printf("%s\n    {\"option\": ", i ? "," : "");
-		json_str(st_vars[v[i].id].option);
+		st_json_str(stdout, st_vars[v[i].id].option);
 		printf(", \"variable\": ");
-		json_str(st_vars[v[i].id].env);
+		st_json_str(stdout, st_vars[v[i].id].env);
 		printf(", \"value\": ");
-		json_str(v[i].value);
+		st_json_str(stdout, v[i].value);
 		printf(", \"status\": \"%s\", \"in_full\": %s", status_names[v[i].status],
 		       V_IN_FULL(v[i].status) ? "true" : "false");
 		if (v[i].numeric)
@@ -1182,10 +1145,10 @@ static void print_json(const struct host *h, const struct verdict *v, int n,
 			       v[i].want, v[i].effective, v[i].measured ? "true" : "false",
 			       v[i].doubled ? "true" : "false");
 		printf(", \"reason\": ");
-		json_str(v[i].why);
+		st_json_str(stdout, v[i].why);
 		printf(", \"fix\": ");
 		if (v[i].fix[0])
-			json_str(v[i].fix);
+			st_json_str(stdout, v[i].fix);
 		else
 			printf("null");
 		printf("}");
