@@ -36,16 +36,22 @@ extern char **environ;
 
 /* ---- messages ---- */
 
-static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die_usage(const char *fmt, ...)
+/* What a parser tells main: go on; print the help or the version (status 0); or stop with
+ * EXIT_USAGE, its one-line message written.  No parser exits: main decides. */
+enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
+
+/* One line, "socktune: " and the message, on f.  Returns CLI_BAD, so that a parser says
+ * `return usage_error(msg, ...)`. */
+static enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static enum cli_status usage_error(FILE *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("socktune: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	fputs("socktune: ", f);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
 	va_end(ap);
-	exit(EXIT_USAGE);
+	return CLI_BAD;
 }
 
 /* ---- options: the ST_VARIABLES table, plus the command's own few ---- */
@@ -101,8 +107,9 @@ static void usage(FILE *f)
 	        ST_ENV_LIBRARY);
 }
 
-/* Parse argv into c.  Every value is checked by st_policy_set, the library's parser. */
-static void parse_args(int argc, char **argv, struct cli *c)
+/* Parse argv into c.  Every value is checked by st_policy_set, the library's parser; what
+ * it refuses is one line on msg and CLI_BAD. */
+static enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 {
 	int i = 1;
 	if (i < argc && strcmp(argv[i], "check") == 0) {
@@ -117,33 +124,29 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		}
 		if (a[0] != '-' || a[1] == '\0')
 			break; /* the program */
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (strcmp(a, "--version") == 0) {
-			printf("socktune %s\n", ST_VERSION);
-			exit(0);
-		}
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			return CLI_HELP;
+		if (strcmp(a, "--version") == 0)
+			return CLI_VERSION;
 		if (strcmp(a, "--strict") == 0) {
 			c->strict = 1;
 			continue;
 		}
 		if (strcmp(a, "--json") == 0) {
 			if (!c->check)
-				die_usage("--json: only for 'socktune check'");
+				return usage_error(msg, "--json: only for 'socktune check'");
 			c->json = 1;
 			continue;
 		}
 		if (a[1] != '-')
-			die_usage("unknown option %s (see socktune --help)", a);
+			return usage_error(msg, "unknown option %s (see socktune --help)", a);
 
 		const char *name = a + 2;
 		const char *eq = strchr(name, '=');
 		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		char key[64];
 		if (len == 0 || len >= sizeof key)
-			die_usage("unknown option %s (see socktune --help)", a);
+			return usage_error(msg, "unknown option %s (see socktune --help)", a);
 		memcpy(key, name, len);
 		key[len] = '\0';
 
@@ -155,12 +158,12 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			negated = id >= 0;
 		}
 		if (id < 0)
-			die_usage("unknown option --%s (see socktune --help)", key);
+			return usage_error(msg, "unknown option --%s (see socktune --help)", key);
 
 		const char *val;
 		if (negated) {
 			if (eq)
-				die_usage("%s: --no-%s takes no value", a, key + 3);
+				return usage_error(msg, "%s: --no-%s takes no value", a, key + 3);
 			val = "0";
 		} else if (st_vars[id].type == ST_T_BOOL) {
 			val = eq ? eq + 1 : "1";
@@ -169,41 +172,48 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		} else if (i + 1 < argc) {
 			val = argv[++i];
 		} else {
-			die_usage("--%s: missing value (%s)", key, st_vars[id].arg);
+			return usage_error(msg, "--%s: missing value (%s)", key, st_vars[id].arg);
 		}
 
 		struct st_policy scratch;
 		char err[200];
 		memset(&scratch, 0, sizeof scratch);
 		if (st_policy_set(&scratch, (enum st_var_id)id, val, err, sizeof err) != 0)
-			die_usage("--%s %s: %s", negated ? key + 3 : key, val, err);
+			return usage_error(msg, "--%s %s: %s", negated ? key + 3 : key, val, err);
 		c->given[id] = val;
 	}
 	c->program = i < argc ? argv + i : NULL;
 	if (c->check && c->program)
-		die_usage("check: unexpected argument %s (check runs no program)", c->program[0]);
+		return usage_error(msg, "check: unexpected argument %s (check runs no program)",
+		                   c->program[0]);
+	return CLI_GO;
 }
+
+struct env_errors {
+	FILE *msg;
+	int n;
+};
 
 static void on_env_error(void *ctx, const char *name, const char *value, const char *msg)
 {
-	int *errors = ctx;
-	++*errors;
-	fprintf(stderr, "socktune: %s=%s: %s\n", name, value, msg);
+	struct env_errors *e = ctx;
+	e->n++;
+	usage_error(e->msg, "%s=%s: %s", name, value, msg);
 }
 
 /* Put the command-line values into the environment, then read the whole environment the
- * way the library will: a bad SOCKTUNE_* value there stops us before anything runs.  A bad
- * variable that an option replaces is gone, so it is not an error. */
-static void build_policy(const struct cli *c, struct st_policy *p)
+ * way the library will: a bad SOCKTUNE_* value there stops us before anything runs (each
+ * one a line on msg, then CLI_BAD).  A bad variable that an option replaces is gone, so it
+ * is not an error. */
+static enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg)
 {
 	for (int i = 0; i < ST_V_COUNT; i++)
 		if (c->given[i] && setenv(st_vars[i].env, c->given[i], 1) != 0)
-			die_usage("%s: %s", st_vars[i].env, strerror(errno));
-	int errors = 0;
+			return usage_error(msg, "%s: %s", st_vars[i].env, strerror(errno));
+	struct env_errors e = {msg, 0};
 	memset(p, 0, sizeof *p);
-	st_policy_from_env(p, environ, on_env_error, &errors);
-	if (errors)
-		exit(EXIT_USAGE);
+	st_policy_from_env(p, environ, on_env_error, &e);
+	return e.n ? CLI_BAD : CLI_GO;
 }
 
 /* ---- the library, and LD_PRELOAD ---- */
@@ -220,29 +230,35 @@ static void self_path(const char *argv0, char *out)
 		out[0] = '\0';
 }
 
-static void find_library(const char *argv0, char *lib)
+/* The library to preload, into lib; -1 with a message on stderr when there is none. */
+static int find_library(const char *argv0, char *lib)
 {
 	const char *env = getenv(ST_ENV_LIBRARY);
 	if (env && *env) {
-		if (!realpath(env, lib) || access(lib, R_OK) != 0)
-			die_usage("%s=%s: %s", ST_ENV_LIBRARY, env, strerror(errno));
-		return;
+		if (!realpath(env, lib) || access(lib, R_OK) != 0) {
+			usage_error(stderr, "%s=%s: %s", ST_ENV_LIBRARY, env, strerror(errno));
+			return -1;
+		}
+		return 0;
 	}
 	char self[PATH_MAX], try[PATH_MAX + 32];
 	self_path(argv0, self);
 	char *slash = strrchr(self, '/');
-	if (!slash)
-		die_usage("cannot tell where this command is (no /proc/self/exe); set %s",
-		          ST_ENV_LIBRARY);
+	if (!slash) {
+		usage_error(stderr, "cannot tell where this command is (no /proc/self/exe); set %s",
+		            ST_ENV_LIBRARY);
+		return -1;
+	}
 	*slash = '\0';
 	static const char *const places[] = {"/libsocktune.so", "/../lib/libsocktune.so"};
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(try, sizeof try, "%s%s", self, places[i]);
 		if (realpath(try, lib) && access(lib, R_OK) == 0)
-			return;
+			return 0;
 	}
-	die_usage("libsocktune.so not found in %s or %s/../lib; set %s", self, self,
-	          ST_ENV_LIBRARY);
+	usage_error(stderr, "libsocktune.so not found in %s or %s/../lib; set %s", self, self,
+	            ST_ENV_LIBRARY);
+	return -1;
 }
 
 static int is_our_library(const char *entry, const char *lib)
@@ -256,16 +272,24 @@ static int is_our_library(const char *entry, const char *lib)
 }
 
 /* LD_PRELOAD = lib, then every earlier entry that is not libsocktune, in order.  ld.so
- * splits the list at ':' and ' '. */
-static void compose_preload(const char *lib)
+ * splits the list at ':' and ' '.  -1 with a message on stderr when it cannot. */
+static int compose_preload(const char *lib)
 {
-	if (strpbrk(lib, ": \t\n"))
-		die_usage("%s: a library path with ':' or blanks cannot go into LD_PRELOAD", lib);
+	if (strpbrk(lib, ": \t\n")) {
+		usage_error(stderr, "%s: a library path with ':' or blanks cannot go into LD_PRELOAD",
+		            lib);
+		return -1;
+	}
 	const char *old = getenv("LD_PRELOAD");
 	size_t cap = strlen(lib) + (old ? strlen(old) : 0) + 2;
 	char *out = malloc(cap), *copy = strdup(old ? old : "");
-	if (!out || !copy)
-		die_usage("out of memory");
+	int r = 0;
+	if (!out || !copy) {
+		free(out);
+		free(copy);
+		usage_error(stderr, "out of memory");
+		return -1;
+	}
 	size_t o = (size_t)snprintf(out, cap, "%s", lib);
 	char *save = NULL;
 	for (char *tok = strtok_r(copy, ": \t", &save); tok; tok = strtok_r(NULL, ": \t", &save)) {
@@ -273,10 +297,13 @@ static void compose_preload(const char *lib)
 			continue;
 		o += (size_t)snprintf(out + o, cap - o, ":%s", tok);
 	}
-	if (setenv("LD_PRELOAD", out, 1) != 0)
-		die_usage("LD_PRELOAD: %s", strerror(errno));
+	if (setenv("LD_PRELOAD", out, 1) != 0) {
+		usage_error(stderr, "LD_PRELOAD: %s", strerror(errno));
+		r = -1;
+	}
 	free(out);
 	free(copy);
+	return r;
 }
 
 /* ---- what LD_PRELOAD can reach: a look at the program's ELF file ---- */
@@ -517,12 +544,14 @@ static int warn_program(const struct st_policy *p, const char *name, int strict)
 
 static int run(const struct cli *c, const struct st_policy *p, const char *argv0)
 {
-	if (!c->program)
-		die_usage("no program to run (usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]; "
-		          "see --help)");
+	if (!c->program) {
+		usage_error(stderr, "no program to run (usage: socktune [OPTIONS] [--] PROGRAM "
+		            "[ARGS...]; see --help)");
+		return EXIT_USAGE;
+	}
 	char lib[PATH_MAX];
-	find_library(argv0, lib);
-	compose_preload(lib);
+	if (find_library(argv0, lib) != 0 || compose_preload(lib) != 0)
+		return EXIT_USAGE;
 	if (warn_program(p, c->program[0], c->strict) && c->strict)
 		return EXIT_USAGE;
 	fflush(NULL);
@@ -1254,55 +1283,88 @@ static int check(const struct cli *c, const struct st_policy *p)
 
 /* socktune stats [--json] [--watch SECONDS [--count N]] FILE: the SOCKTUNE_STATS file of a
  * running or a dead server, read by statsview.c. */
-static int stats_main(int argc, char **argv)
+struct stats_args {
+	int json;
+	long long every, times; /* --watch, --count; 0: not given */
+	const char *file;
+};
+
+static enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg)
 {
-	int json = 0;
-	long long every = 0, times = 0;
-	const char *file = NULL;
 	char err[160];
+	memset(s, 0, sizeof *s);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--json") == 0) {
-			json = 1;
+			s->json = 1;
 		} else if (strcmp(a, "--watch") == 0 || strcmp(a, "--count") == 0) {
-			long long *dst = a[2] == 'w' ? &every : &times;
+			long long *dst = a[2] == 'w' ? &s->every : &s->times;
 			if (i + 1 >= argc)
-				die_usage("stats: %s: missing value", a);
+				return usage_error(msg, "stats: %s: missing value", a);
 			if (st_parse_int(argv[++i], 1, 86400, dst, err, sizeof err) != 0)
-				die_usage("stats: %s %s: %s", a, argv[i], err);
+				return usage_error(msg, "stats: %s %s: %s", a, argv[i], err);
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
+			return CLI_HELP;
 		} else if (a[0] == '-' && strcmp(a, "-") != 0) {
-			die_usage("stats: unknown option %s", a);
-		} else if (file) {
-			die_usage("stats: one FILE only (%s, then %s)", file, a);
+			return usage_error(msg, "stats: unknown option %s", a);
+		} else if (s->file) {
+			return usage_error(msg, "stats: one FILE only (%s, then %s)", s->file, a);
 		} else {
-			file = a;
+			s->file = a;
 		}
 	}
-	if (!file)
-		die_usage("stats: which file? (the SOCKTUNE_STATS path, %%p replaced by the pid)");
-	if (times && !every)
-		die_usage("stats: --count goes with --watch");
+	if (!s->file)
+		return usage_error(msg, "stats: which file? (the SOCKTUNE_STATS path, %%p replaced by "
+		                   "the pid)");
+	if (s->times && !s->every)
+		return usage_error(msg, "stats: --count goes with --watch");
+	return CLI_GO;
+}
+
+static int stats_main(const struct stats_args *s)
+{
 	for (long long n = 1;; n++) {
-		if (every && !json && isatty(STDOUT_FILENO))
+		if (s->every && !s->json && isatty(STDOUT_FILENO))
 			fputs("\033[H\033[2J", stdout);
-		int r = st_stats_print(file, json);
-		if (r != 0 || !every || (times && n >= times))
+		int r = st_stats_print(s->file, s->json);
+		if (r != 0 || !s->every || (s->times && n >= s->times))
 			return r;
-		sleep((unsigned)every);
+		sleep((unsigned)s->every);
 	}
+}
+
+/* The exit status for what a parser said when it was not CLI_GO. */
+static int exit_status(enum cli_status r)
+{
+	switch (r) {
+	case CLI_HELP:
+		usage(stdout);
+		return 0;
+	case CLI_VERSION:
+		printf("socktune %s\n", ST_VERSION);
+		return 0;
+	case CLI_GO:
+	case CLI_BAD:
+		break;
+	}
+	return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "stats") == 0)
-		return stats_main(argc - 1, argv + 1);
+	enum cli_status r;
+	if (argc > 1 && strcmp(argv[1], "stats") == 0) {
+		struct stats_args s;
+		r = stats_parse(argc - 1, argv + 1, &s, stderr);
+		return r == CLI_GO ? stats_main(&s) : exit_status(r);
+	}
 	struct cli c;
 	struct st_policy p;
 	memset(&c, 0, sizeof c);
-	parse_args(argc, argv, &c);
-	build_policy(&c, &p);
+	r = parse_args(argc, argv, &c, stderr);
+	if (r == CLI_GO)
+		r = build_policy(&c, &p, stderr);
+	if (r != CLI_GO)
+		return exit_status(r);
 	return c.check ? check(&c, &p) : run(&c, &p, argc > 0 ? argv[0] : "socktune");
 }
