@@ -1,13 +1,10 @@
-/* The command's argv parsing (parse_args in cli/cli.c, static there): cli.c is included
- * whole and its main renamed.  parse_args writes its messages to the stream it is given,
- * here /dev/null (fd 2 stays for the sanitizers).  argv: the input's NUL-separated words. */
+/* The command's argv parsing: parse_args of cli/args.c, linked as the command links it.
+ * Its messages go to a stream on /dev/null (fd 2 stays for the sanitizers).  argv: the
+ * input's NUL-separated words. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#define main socktune_main
-#include "../../cli/cli.c"
-#undef main
-
+#include "../../cli/cli.h"
 #include "fuzz.h"
 
 static FILE *fuzz_null;
