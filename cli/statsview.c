@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "socktune_host.h"
+#include "socktune_json.h"
 #include "socktune_stats.h"
 
 /* A damaged file (or a copy read while a slot was being filled) must not make us read past
@@ -151,10 +152,9 @@ static void print_json(const struct st_stats_file *f, const struct netns_now *ns
 		printf("\"source\":\"snapshot\",\"snapshot_pid\":%lld,\"snapshot_time\":%.3f,"
 		       "\"snapshot_age\":%.3f,", (long long)src->from, (double)f->snapshot_ns / 1e9,
 		       src->age);
-	printf("\"netns\":\"");
-	for (const char *c = f->netns; *c; c++)
-		printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-	printf("\",\"process\":{\"quickack_rearms\":%llu,\"setsockopt_failures\":%llu,"
+	printf("\"netns\":");
+	st_json_str(stdout, f->netns);
+	printf(",\"process\":{\"quickack_rearms\":%llu,\"setsockopt_failures\":%llu,"
 	       "\"app_overrides_refused\":%llu,\"retired_listeners\":%llu,\"retired_accepted\":%llu,"
 	       "\"listen_overflows_start\":%lld,"
 	       "\"listen_overflows_now\":%lld,\"listen_overflows_delta\":%lld,"
@@ -171,13 +171,14 @@ static void print_json(const struct st_stats_file *f, const struct netns_now *ns
 		const struct st_stats_listener *l = &f->listener[i];
 		if (l->state != ST_SLOT_LIVE && l->state != ST_SLOT_CLOSED)
 			continue;
-		printf("%s{\"addr\":\"%s\",\"port\":%u,\"family\":%d,\"backlog\":%d,\"accepted\":%llu,"
+		printf("%s{\"addr\":", first ? "" : ",");
+		st_json_str(stdout, l->addr);
+		printf(",\"port\":%u,\"family\":%d,\"backlog\":%d,\"accepted\":%llu,"
 		       "\"queue_peak\":%u,\"queue_last\":%u,\"rcvbuf\":%d,\"sndbuf\":%d,\"adopted\":%s,"
 		       "\"samples\":%llu,\"closed\":%s}",
-		       first ? "" : ",", l->addr, l->port, l->family == 10 ? 6 : 4, (int)l->backlog,
-		       (unsigned long long)l->accepted, l->queue_peak, l->queue_last, l->rcvbuf,
-		       l->sndbuf, l->adopted ? "true" : "false", (unsigned long long)l->samples,
-		       l->state == ST_SLOT_CLOSED ? "true" : "false");
+		       l->port, l->family == 10 ? 6 : 4, (int)l->backlog, (unsigned long long)l->accepted,
+		       l->queue_peak, l->queue_last, l->rcvbuf, l->sndbuf, l->adopted ? "true" : "false",
+		       (unsigned long long)l->samples, l->state == ST_SLOT_CLOSED ? "true" : "false");
 		first = 0;
 	}
 	printf("]}\n");

@@ -1,33 +1,13 @@
-/* The command's argv parsing (parse_args in cli/cli.c, static there): cli.c is included
- * whole, its main renamed, and exit() turned into a jump back here, since parse_args ends a
- * bad command line with exit(2) (and --help, --version with exit(0)).  argv: the input's
- * NUL-separated words. */
-#include <setjmp.h>
+/* The command's argv parsing: parse_args of cli/args.c, linked as the command links it.
+ * Its messages go to a stream on /dev/null (fd 2 stays for the sanitizers).  argv: the
+ * input's NUL-separated words. */
+#include <stdio.h>
 #include <stdlib.h>
 
-static jmp_buf fuzz_env;
-static void fuzz_exit(int status) __attribute__((noreturn));
-static void fuzz_exit(int status)
-{
-	(void)status;
-	longjmp(fuzz_env, 1);
-}
-/* the command's messages and --help go to /dev/null; fd 2 stays for the sanitizers */
-#include <stdio.h>
-static FILE *fuzz_null;
-#define exit(s) fuzz_exit(s)
-#define main socktune_main
-#undef stdout
-#undef stderr
-#define stdout fuzz_null
-#define stderr fuzz_null
-#include "../../cli/cli.c"
-#undef stdout
-#undef stderr
-#undef main
-#undef exit
-
+#include "../../cli/cli.h"
 #include "fuzz.h"
+
+static FILE *fuzz_null;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -50,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 	struct cli c;
 	memset(&c, 0, sizeof c);
-	if (setjmp(fuzz_env) == 0)
-		parse_args(argc, argv, &c);
+	enum cli_status r = parse_args(argc, argv, &c, fuzz_null);
+	FUZZ_ASSERT(r == CLI_GO || r == CLI_HELP || r == CLI_VERSION || r == CLI_BAD);
 	free(buf);
 	return 0;
 }

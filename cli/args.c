@@ -1,0 +1,182 @@
+/* The command line: its parser, --help, and the policy the program will run with.  The
+ * options are the ST_VARIABLES table of socktune.h, every value parsed by policy.c, the code
+ * the library itself runs; nothing here exits (each parser returns a status to main). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "socktune.h"
+#include "cli.h"
+
+extern char **environ;
+
+/* One line, "socktune: " and the message, on f.  Returns CLI_BAD, so that a parser says
+ * `return usage_error(msg, ...)`. */
+enum cli_status usage_error(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("socktune: ", f);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	va_end(ap);
+	return CLI_BAD;
+}
+
+void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
+	        "       socktune check [OPTIONS] [--json] [--strict]\n"
+	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
+	        "\n"
+	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
+	        "tunes its TCP listeners and logs what the kernel applied.  'check' shows what this\n"
+	        "host will grant for the same options, and why.\n"
+	        "\n"
+	        "Options (each sets the SOCKTUNE_* variable shown; given here, it wins over the\n"
+	        "environment):\n");
+	for (int i = 0; i < ST_V_COUNT; i++) {
+		const struct st_var *v = &st_vars[i];
+		char head[64];
+		snprintf(head, sizeof head, "--%s%s%s", v->option, v->arg[0] ? " " : "", v->arg);
+		fprintf(f, "  %-26s %s\n  %-26s [%s; default: %s]\n", head, v->help, "", v->env,
+		        v->dflt);
+	}
+	fprintf(f,
+	        "\n"
+	        "Flags (options without an argument above) also take --FLAG=VALUE (1/0, yes/no,\n"
+	        "on/off, true/false) and --no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
+	        "\n"
+	        "Command options:\n"
+	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
+	        "               linked, Go, setuid/setgid or file capabilities) instead of warning;\n"
+	        "               check: exit 1 unless every configured value takes effect in full\n"
+	        "  --json       check, stats: print JSON\n"
+	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
+	        "               interrupted)\n"
+	        "  --help, --version\n"
+	        "\n"
+	        "Options end at '--' or at the first argument that is not an option.  To run a\n"
+	        "program named 'check': socktune -- check.\n"
+	        "\n"
+	        "Environment: SOCKTUNE_* as above; %s=PATH to use that library instead of the\n"
+	        "one next to the command (./libsocktune.so, then ../lib/libsocktune.so).\n"
+	        "\n"
+	        "Exit status: the program's; 2 for a bad option or value (the program is not\n"
+	        "started); 126 when the program cannot be executed, 127 when it is not found.\n",
+	        ST_ENV_LIBRARY);
+}
+
+/* Parse argv into c.  Every value is checked by st_policy_set, the library's parser; what
+ * it refuses is one line on msg and CLI_BAD.  The command turns each option into the
+ * SOCKTUNE_* variable it mirrors (build_policy), then validates the environment the program
+ * will see exactly as the library will read it, so they cannot disagree. */
+enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
+{
+	int i = 1;
+	if (i < argc && strcmp(argv[i], "check") == 0) {
+		c->check = 1;
+		i++;
+	}
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break; /* the program */
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			return CLI_HELP;
+		if (strcmp(a, "--version") == 0)
+			return CLI_VERSION;
+		if (strcmp(a, "--strict") == 0) {
+			c->strict = 1;
+			continue;
+		}
+		if (strcmp(a, "--json") == 0) {
+			if (!c->check)
+				return usage_error(msg, "--json: only for 'socktune check'");
+			c->json = 1;
+			continue;
+		}
+		if (a[1] != '-')
+			return usage_error(msg, "unknown option %s (see socktune --help)", a);
+
+		const char *name = a + 2;
+		const char *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		char key[64];
+		if (len == 0 || len >= sizeof key)
+			return usage_error(msg, "unknown option %s (see socktune --help)", a);
+		memcpy(key, name, len);
+		key[len] = '\0';
+
+		int id = st_var_by_option(key), negated = 0;
+		if (id < 0 && strncmp(key, "no-", 3) == 0) {
+			id = st_var_by_option(key + 3);
+			if (id >= 0 && st_vars[id].type != ST_T_BOOL)
+				id = -1;
+			negated = id >= 0;
+		}
+		if (id < 0)
+			return usage_error(msg, "unknown option --%s (see socktune --help)", key);
+
+		const char *val;
+		if (negated) {
+			if (eq)
+				return usage_error(msg, "%s: --no-%s takes no value", a, key + 3);
+			val = "0";
+		} else if (st_vars[id].type == ST_T_BOOL) {
+			val = eq ? eq + 1 : "1";
+		} else if (eq) {
+			val = eq + 1;
+		} else if (i + 1 < argc) {
+			val = argv[++i];
+		} else {
+			return usage_error(msg, "--%s: missing value (%s)", key, st_vars[id].arg);
+		}
+
+		struct st_policy scratch;
+		char err[200];
+		memset(&scratch, 0, sizeof scratch);
+		if (st_policy_set(&scratch, (enum st_var_id)id, val, err, sizeof err) != 0)
+			return usage_error(msg, "--%s %s: %s", negated ? key + 3 : key, val, err);
+		c->given[id] = val;
+	}
+	c->program = i < argc ? argv + i : NULL;
+	if (c->check && c->program)
+		return usage_error(msg, "check: unexpected argument %s (check runs no program)",
+		                   c->program[0]);
+	return CLI_GO;
+}
+
+struct env_errors {
+	FILE *msg;
+	int n;
+};
+
+static void on_env_error(void *ctx, const char *name, const char *value, const char *msg)
+{
+	struct env_errors *e = ctx;
+	e->n++;
+	usage_error(e->msg, "%s=%s: %s", name, value, msg);
+}
+
+/* Put the command-line values into the environment, then read the whole environment the
+ * way the library will: a bad SOCKTUNE_* value there stops us before anything runs (each
+ * one a line on msg, then CLI_BAD).  A bad variable that an option replaces is gone, so it
+ * is not an error. */
+enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg)
+{
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (c->given[i] && setenv(st_vars[i].env, c->given[i], 1) != 0)
+			return usage_error(msg, "%s: %s", st_vars[i].env, strerror(errno));
+	struct env_errors e = {msg, 0};
+	memset(p, 0, sizeof *p);
+	st_policy_from_env(p, environ, on_env_error, &e);
+	return e.n ? CLI_BAD : CLI_GO;
+}

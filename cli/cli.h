@@ -1,0 +1,111 @@
+/* What the parts of the socktune command share: the parsed command line, the statuses its
+ * parsers return, and the host, verdict and memory records of socktune check.  Internal to
+ * cli/; the library never sees it. */
+#ifndef SOCKTUNE_CLI_H
+#define SOCKTUNE_CLI_H
+
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "socktune.h"
+
+#define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
+
+/* ---- args.c: the command line ---- */
+
+/* What a parser tells main: go on; print the help or the version (status 0); or stop with
+ * EXIT_USAGE, its one-line message written.  No parser exits: main decides. */
+enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
+
+struct cli {
+	int check, json, strict;
+	char **program;                 /* argv of the program (run mode) */
+	const char *given[ST_V_COUNT]; /* value from the command line, NULL if not given */
+};
+
+enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void usage(FILE *f);
+enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg);
+enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg);
+
+/* ---- run.c, inspect.c: socktune PROGRAM ---- */
+
+int run_main(const struct cli *c, const struct st_policy *p, const char *argv0);
+
+/* What inspect_program finds in the file: each a reason LD_PRELOAD does not reach it. */
+enum { P_STATIC = 1, P_GO = 2, P_SETID = 4, P_CAPS = 8 };
+int resolve_program(const char *name, char *out);
+unsigned inspect_program(const char *path, char *judged, int depth);
+
+/* ---- probe.c, hostinfo.c, check.c, report.c: socktune check ---- */
+
+int probe_socket(void);
+void probe_close(int fd);
+int probe_set(int fd, int level, int opt, const void *val, socklen_t len);
+int probe_get(int fd, int level, int opt, void *val, socklen_t *len);
+int probe_set_int(int fd, int level, int opt, int v);
+int probe_get_int(int fd, int level, int opt, long long *out);
+int probe_backlog(long long want, long long *out);
+
+struct host_sysctl {
+	const char *name;
+	int words; /* 0: one number, 3: three numbers, -1: a list of names */
+};
+#define N_SYSCTL 12
+extern const struct host_sysctl host_sysctls[];
+
+struct host {
+	char val[N_SYSCTL][512]; /* "" when unreadable */
+	int cap_net_admin;       /* 1, 0, or -1 when unknown */
+	struct rlimit nofile;
+	long page;
+};
+
+void read_host(struct host *h);
+const char *host_get(const struct host *h, const char *name);
+long long host_num(const struct host *h, const char *name, int word);
+int has_word(const char *list, const char *word);
+
+/* In this order: up to V_UNCHECKED a value takes effect in full. */
+enum verdict_status { V_OK, V_NOTE, V_UNCHECKED, V_CLAMPED, V_FALLBACK, V_IGNORED, V_FAILED };
+#define V_IN_FULL(s) ((s) <= V_UNCHECKED)
+
+struct verdict {
+	int id;
+	enum verdict_status status;
+	const char *value;           /* as configured */
+	int numeric;                 /* want/effective below are meaningful */
+	long long want, effective;
+	int measured;                /* effective was read back from a probe socket */
+	int doubled;                 /* the kernel reports twice the request */
+	char why[320];
+	char fix[200];
+};
+
+struct memory {
+	long long rcv, snd; /* per connection, bytes */
+	int rcv_set, snd_set;
+	long long nofile;   /* -1: unlimited */
+	long long tcp_mem_pages, page;
+};
+
+int check_main(const struct cli *c, const struct st_policy *p);
+void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
+void report_json(const struct host *h, const struct verdict *v, int n, const struct memory *m,
+                 int not_full);
+void report_text(const struct host *h, const struct verdict *v, int n, const struct memory *m,
+                 int not_full);
+
+/* ---- stats.c: socktune stats ---- */
+
+struct stats_args {
+	int json;
+	long long every, times; /* --watch, --count; 0: not given */
+	const char *file;
+};
+
+enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg);
+int stats_main(const struct stats_args *s);
+
+#endif

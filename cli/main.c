@@ -1,0 +1,43 @@
+/* The socktune command: which of its three programs runs (socktune PROGRAM: run.c; check:
+ * check.c; stats: stats.c), and the exit status, which main alone decides. */
+#include <stdio.h>
+#include <string.h>
+
+#include "socktune.h"
+#include "cli.h"
+
+/* The exit status for what a parser said when it was not CLI_GO. */
+static int exit_status(enum cli_status r)
+{
+	switch (r) {
+	case CLI_HELP:
+		usage(stdout);
+		return 0;
+	case CLI_VERSION:
+		printf("socktune %s\n", ST_VERSION);
+		return 0;
+	case CLI_GO:
+	case CLI_BAD:
+		break;
+	}
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	enum cli_status r;
+	if (argc > 1 && strcmp(argv[1], "stats") == 0) {
+		struct stats_args s;
+		r = stats_parse(argc - 1, argv + 1, &s, stderr);
+		return r == CLI_GO ? stats_main(&s) : exit_status(r);
+	}
+	struct cli c;
+	struct st_policy p;
+	memset(&c, 0, sizeof c);
+	r = parse_args(argc, argv, &c, stderr);
+	if (r == CLI_GO)
+		r = build_policy(&c, &p, stderr);
+	if (r != CLI_GO)
+		return exit_status(r);
+	return c.check ? check_main(&c, &p) : run_main(&c, &p, argc > 0 ? argv[0] : "socktune");
+}

@@ -1,0 +1,196 @@
+/* socktune check's output: the host, a line per configured value, and the memory a full
+ * set of connections may hold against net.ipv4.tcp_mem; as text or as JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "socktune.h"
+#include "socktune_json.h"
+#include "cli.h"
+
+/* JSON's "status" of each verdict, in the order of enum verdict_status. */
+static const char *const status_names[] = {"ok", "note", "unchecked", "clamped",
+                                           "fallback", "ignored", "failed"};
+_Static_assert(sizeof status_names / sizeof status_names[0] == V_FAILED + 1,
+               "a name for every verdict_status");
+
+void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m)
+{
+	memset(m, 0, sizeof *m);
+	m->rcv = host_num(h, "net.ipv4.tcp_rmem", 2);
+	m->snd = host_num(h, "net.ipv4.tcp_wmem", 2);
+	for (int i = 0; i < n; i++) {
+		if (v[i].id == ST_V_RCVBUF)
+			m->rcv = v[i].effective, m->rcv_set = 1;
+		if (v[i].id == ST_V_SNDBUF)
+			m->snd = v[i].effective, m->snd_set = 1;
+	}
+	m->nofile = h->nofile.rlim_cur == RLIM_INFINITY ? -1 : (long long)h->nofile.rlim_cur;
+	m->tcp_mem_pages = host_num(h, "net.ipv4.tcp_mem", 2);
+	m->page = h->page;
+}
+
+static void json_sysctl(size_t i, const char *val)
+{
+	if (!*val) {
+		fputs("null", stdout);
+		return;
+	}
+	if (host_sysctls[i].words == 0) {
+		char *end;
+		long long num = strtoll(val, &end, 10);
+		if (*end == '\0' && end != val)
+			printf("%lld", num);
+		else
+			st_json_str(stdout, val);
+		return;
+	}
+	/* lists: numbers or names, each word an element */
+	putchar('[');
+	const char *s = val;
+	for (int k = 0; *s && k < 64; k++) {
+		s += strspn(s, " ");
+		size_t len = strcspn(s, " ");
+		if (!len)
+			break;
+		char word[128];
+		snprintf(word, sizeof word, "%.*s", (int)len, s);
+		if (k)
+			putchar(',');
+		if (host_sysctls[i].words > 0)
+			fputs(word, stdout);
+		else
+			st_json_str(stdout, word);
+		s += len;
+	}
+	putchar(']');
+}
+
+void report_json(const struct host *h, const struct verdict *v, int n,
+                 const struct memory *m, int not_full)
+{
+	printf("{\n  \"version\": ");
+	st_json_str(stdout, ST_VERSION);
+	printf(",\n  \"host\": {\n");
+	for (size_t i = 0; i < N_SYSCTL; i++) {
+		printf("    ");
+		st_json_str(stdout, host_sysctls[i].name);
+		printf(": ");
+		json_sysctl(i, h->val[i]);
+		printf(",\n");
+	}
+	printf("    \"cap_net_admin\": %s,\n", h->cap_net_admin < 0 ? "null" :
+	       h->cap_net_admin ? "true" : "false");
+	printf("    \"rlimit_nofile\": {\"soft\": ");
+	if (h->nofile.rlim_cur == RLIM_INFINITY)
+		printf("null");
+	else
+		printf("%llu", (unsigned long long)h->nofile.rlim_cur);
+	printf(", \"hard\": ");
+	if (h->nofile.rlim_max == RLIM_INFINITY)
+		printf("null");
+	else
+		printf("%llu", (unsigned long long)h->nofile.rlim_max);
+	printf("},\n    \"page_size\": %ld\n  },\n  \"options\": [", h->page);
+	for (int i = 0; i < n; i++) {
+		printf("%s\n    {\"option\": ", i ? "," : "");
+		st_json_str(stdout, st_vars[v[i].id].option);
+		printf(", \"variable\": ");
+		st_json_str(stdout, st_vars[v[i].id].env);
+		printf(", \"value\": ");
+		st_json_str(stdout, v[i].value);
+		printf(", \"status\": \"%s\", \"in_full\": %s", status_names[v[i].status],
+		       V_IN_FULL(v[i].status) ? "true" : "false");
+		if (v[i].numeric)
+			printf(", \"want\": %lld, \"effective\": %lld, \"measured\": %s, "
+			       "\"kernel_reports_double\": %s",
+			       v[i].want, v[i].effective, v[i].measured ? "true" : "false",
+			       v[i].doubled ? "true" : "false");
+		printf(", \"reason\": ");
+		st_json_str(stdout, v[i].why);
+		printf(", \"fix\": ");
+		if (v[i].fix[0])
+			st_json_str(stdout, v[i].fix);
+		else
+			printf("null");
+		printf("}");
+	}
+	printf("%s],\n  \"memory\": {\"rcvbuf_per_connection\": %lld, \"rcvbuf_configured\": %s, "
+	       "\"sndbuf_per_connection\": %lld, \"sndbuf_configured\": %s, ",
+	       n ? "\n  " : "", m->rcv, m->rcv_set ? "true" : "false", m->snd,
+	       m->snd_set ? "true" : "false");
+	if (m->nofile < 0)
+		printf("\"rlimit_nofile\": null, \"worst_case_bytes\": null, ");
+	else
+		printf("\"rlimit_nofile\": %lld, \"worst_case_bytes\": %lld, ", m->nofile,
+		       (m->rcv + m->snd) * m->nofile);
+	printf("\"tcp_mem_max_pages\": %lld, \"tcp_mem_max_bytes\": %lld},\n", m->tcp_mem_pages,
+	       m->tcp_mem_pages * m->page);
+	printf("  \"configured\": %d,\n  \"not_in_full\": %d\n}\n", n, not_full);
+}
+
+void report_text(const struct host *h, const struct verdict *v, int n,
+                 const struct memory *m, int not_full)
+{
+	printf("host (this process's network namespace, read from /proc/sys)\n");
+	for (size_t i = 0; i < N_SYSCTL; i++) {
+		printf("  %s = %s", host_sysctls[i].name, h->val[i][0] ? h->val[i] : "unavailable");
+		if (strcmp(host_sysctls[i].name, "net.ipv4.tcp_mem") == 0)
+			printf("   # pages of %ld bytes: min pressure max", h->page);
+		else if (host_sysctls[i].words == 3)
+			printf("   # bytes: min default max");
+		printf("\n");
+	}
+	printf("  CAP_NET_ADMIN = %s\n", h->cap_net_admin < 0 ? "unknown" :
+	       h->cap_net_admin ? "yes" : "no");
+	if (h->nofile.rlim_cur == RLIM_INFINITY)
+		printf("  RLIMIT_NOFILE = unlimited");
+	else
+		printf("  RLIMIT_NOFILE = %llu", (unsigned long long)h->nofile.rlim_cur);
+	printf("   # soft limit: descriptors, so connections, per process\n");
+
+	printf("\nconfigured (environment and options; values after -> are read back from a "
+	       "probe socket)\n");
+	if (n == 0)
+		printf("  nothing: the library would change nothing (give options or SOCKTUNE_* "
+		       "variables)\n");
+	for (int i = 0; i < n; i++) {
+		const struct verdict *x = &v[i];
+		if (x->numeric)
+			printf("  %-13s %lld", st_vars[x->id].option, x->want);
+		else
+			printf("  %-13s %s", st_vars[x->id].option, x->value);
+		if (x->numeric && (x->measured || x->status == V_CLAMPED || x->doubled))
+			printf(" -> %lld%s%s", x->effective, x->doubled ? " (kernel reports 2x)" : "",
+			       x->measured ? "" : " (predicted)");
+		printf("  %s%s%s\n", x->why, x->fix[0] ? ": " : "", x->fix);
+	}
+
+	printf("\nmemory (per connection at full buffers, times RLIMIT_NOFILE, against "
+	       "net.ipv4.tcp_mem)\n");
+	long long per = m->rcv + m->snd;
+	printf("  per connection = %lld bytes   # receive %lld (%s) + send %lld (%s)\n", per, m->rcv,
+	       m->rcv_set ? "rcvbuf" : "autotuning max, net.ipv4.tcp_rmem", m->snd,
+	       m->snd_set ? "sndbuf" : "autotuning max, net.ipv4.tcp_wmem");
+	if (m->nofile >= 0)
+		printf("  worst case = %lld bytes   # x %lld descriptors (RLIMIT_NOFILE)\n",
+		       per * m->nofile, m->nofile);
+	long long limit = m->tcp_mem_pages * m->page;
+	if (m->tcp_mem_pages > 0 && per > 0) {
+		printf("  net.ipv4.tcp_mem max = %lld bytes   # %lld pages x %lld: for all TCP sockets "
+		       "of the host\n",
+		       limit, m->tcp_mem_pages, m->page);
+		printf("  connections at full buffers before tcp_mem's max = %lld%s\n", limit / per,
+		       m->nofile >= 0 && per * m->nofile > limit
+		           ? "   # beyond it the kernel drops and throttles TCP memory host-wide"
+		           : "");
+	}
+	printf("\n");
+	if (n == 0)
+		printf("result: nothing configured\n");
+	else if (not_full)
+		printf("result: %d of %d configured values would not take effect in full\n", not_full, n);
+	else
+		printf("result: all %d configured values take effect in full\n", n);
+}

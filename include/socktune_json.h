@@ -1,0 +1,12 @@
+/* JSON output of the command (common/json.c): `socktune check --json` and
+ * `socktune stats --json` write their strings with the same writer. */
+#ifndef SOCKTUNE_JSON_H
+#define SOCKTUNE_JSON_H
+
+#include <stdio.h>
+
+/* s as a quoted JSON string: quotes, backslashes and control characters escaped; bytes that
+ * are not UTF-8 become U+FFFD, so the output always parses whatever s holds. */
+void st_json_str(FILE *f, const char *s);
+
+#endif
