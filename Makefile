@@ -24,7 +24,7 @@ LIBS    := -ldl -lpthread
 # common/: what the library and the command share (policy, option table, host limits).
 # shim/: the library (hooks and what they do).  cli/: the command.
 COMMON_SRC := $(wildcard common/*.c)
-LIB_SRC    := $(wildcard shim/*.c) $(COMMON_SRC)
+LIB_SRC    := $(wildcard shim/*.c) $(filter-out common/json.c,$(COMMON_SRC)) # (JSON: the command only)
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/lib/%.o,$(LIB_SRC))
 HDRS       := $(wildcard include/*.h common/*.h shim/*.h cli/*.h)
 

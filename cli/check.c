@@ -11,36 +11,81 @@
 #include <unistd.h>
 
 #include "socktune.h"
+#include "socktune_apply.h"
+#include "socktune_kernel.h"
 #include "cli.h"
 
-/* SO_RCVBUF / SO_SNDBUF: request, read back, and explain any shortfall. */
-static void check_buffer(struct verdict *v, const struct st_policy *p, const struct host *h,
-                         int rcv)
+/* The probe socket reached through raw system calls (probe.c), for the apply step. */
+static int raw_set(int fd, int level, int optname, const void *val, socklen_t len)
 {
-	const char *limit = rcv ? "net.core.rmem_max" : "net.core.wmem_max";
+	return probe_set(fd, level, optname, val, len);
+}
+
+static int raw_get(int fd, int level, int optname, void *val, socklen_t *len)
+{
+	return probe_get(fd, level, optname, val, len);
+}
+
+static const struct st_sockops probe_ops = {raw_set, raw_get};
+
+/* Option i of p applied to a probe socket by the apply step the library runs (as on a
+ * listener): -1 with errno when there is no probe socket. */
+static int probe_apply(const struct st_policy *p, int i, struct st_outcome *o, char *name)
+{
+	int fd = probe_socket();
+	if (fd < 0)
+		return -1;
+	long long family = AF_INET;
+	probe_get_int(fd, SOL_SOCKET, SO_DOMAIN, &family);
+	struct st_apply_req rq = {.p = p, .family = (int)family};
+	st_apply_one(&probe_ops, fd, &rq, i, o, name);
+	probe_close(fd);
+	return 0;
+}
+
+static void no_probe(struct verdict *v)
+{
+	v->status = V_UNCHECKED;
+	snprintf(v->why, sizeof v->why, "not verified (no probe socket: %s)", strerror(errno));
+}
+
+/* A refusal: the kernel's errno, and for EPERM the capability the option needs. */
+static void refused(struct verdict *v, int i, int err)
+{
+	int level, optname;
+	const char *label;
+	st_sockopt_for(i, AF_INET, &level, &optname, &label);
+	v->status = V_FAILED;
+	snprintf(v->why, sizeof v->why, "setsockopt %s: %s", label, strerror(err));
+	if (err == EPERM)
+		st_fix_denied(i, v->fix, sizeof v->fix);
+}
+
+/* SO_RCVBUF / SO_SNDBUF: request, read back, and explain any shortfall. */
+static void check_buffer(struct verdict *v, const struct st_policy *p, const struct host *h)
+{
+	const char *limit = st_sockopts[v->id].limit;
 	long long max = host_num(h, limit, 0);
 	long long want = v->want;
-	int force = rcv && st_on(p, ST_V_RCVBUF_FORCE);
-	int forced = 0, fd = probe_socket();
+	int force = v->id == ST_V_RCVBUF && st_on(p, ST_V_RCVBUF_FORCE);
+	int forced = 0;
+	struct st_outcome o;
+	char name[ST_NAME_MAX];
 	v->doubled = 1;
-	if (fd >= 0) {
-		if (force && probe_set_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)want) == 0)
-			forced = 1;
-		if (!forced)
-			probe_set_int(fd, SOL_SOCKET, rcv ? SO_RCVBUF : SO_SNDBUF, (int)want);
-		v->measured = probe_get_int(fd, SOL_SOCKET, rcv ? SO_RCVBUF : SO_SNDBUF,
-		                            &v->effective) == 0;
-		probe_close(fd);
+	if (probe_apply(p, v->id, &o, name) == 0 && o.state == ST_SET && o.got != ST_UNREAD) {
+		v->measured = 1;
+		v->effective = o.got;
+		forced = force && !o.force_err;
 	}
 	if (!v->measured) {
 		/* The kernel's arithmetic: min(request, limit) doubled, unless forced. */
-		long long w = (!force || h->cap_net_admin != 1) && max >= 0 && want > max ? max : want;
-		v->effective = 2 * (w > INT_MAX / 2 ? INT_MAX / 2 : w);
 		forced = force && h->cap_net_admin == 1;
+		v->effective = st_expect(v->id, want, forced, max);
 	}
-	const char *tmem = rcv ? "net.ipv4.tcp_rmem" : "net.ipv4.tcp_wmem";
+	const char *tmem = v->id == ST_V_RCVBUF ? "net.ipv4.tcp_rmem" : "net.ipv4.tcp_wmem";
 	long long auto_max = host_num(h, tmem, 2);
-	if (v->effective >= 2 * want || (want > INT_MAX / 2 && v->effective >= INT_MAX - 1)) {
+	if (!st_short_of(v->id, want, v->effective) ||
+	    (want > INT_MAX / 2 && v->effective >= INT_MAX - 1)) {
 		v->status = V_OK;
 		int n = snprintf(v->why, sizeof v->why, "ok%s", forced ? " via SO_RCVBUFFORCE "
 		                 "(CAP_NET_ADMIN held here; the program needs it too)" : "");
@@ -53,11 +98,7 @@ static void check_buffer(struct verdict *v, const struct st_policy *p, const str
 	v->status = force ? V_FALLBACK : V_CLAMPED;
 	snprintf(v->why, sizeof v->why, "clamped by %s=%lld%s", limit, max,
 	         force ? " (SO_RCVBUFFORCE needs CAP_NET_ADMIN, not held: SO_RCVBUF fallback)" : "");
-	if (rcv)
-		snprintf(v->fix, sizeof v->fix, "sysctl -w %s=%lld, or CAP_NET_ADMIN + --rcvbuf-force",
-		         limit, want);
-	else
-		snprintf(v->fix, sizeof v->fix, "sysctl -w %s=%lld", limit, want);
+	st_fix_limit(v->id, want, v->fix, sizeof v->fix);
 }
 
 /* A backlog floor or replacement: listen() with it, and compare. */
@@ -74,135 +115,86 @@ static void check_backlog(struct verdict *v, const struct host *h)
 	}
 	v->status = V_CLAMPED;
 	snprintf(v->why, sizeof v->why, "clamped by net.core.somaxconn=%lld", somax);
-	snprintf(v->fix, sizeof v->fix, "sysctl -w net.core.somaxconn=%lld", v->want);
+	st_fix_somaxconn(v->want, v->fix, sizeof v->fix);
 }
-
-/* Options a probe can set and read back as they are (a small table by option name, so
- * that it builds whatever variables the header has). */
-static const struct {
-	const char *option;
-	int level, opt;
-	const char *label;
-} readback[] = {
-	{"nodelay", IPPROTO_TCP, TCP_NODELAY, "TCP_NODELAY"},
-	{"user-timeout", IPPROTO_TCP, TCP_USER_TIMEOUT, "TCP_USER_TIMEOUT"},
-	{"notsent-lowat", IPPROTO_TCP, TCP_NOTSENT_LOWAT, "TCP_NOTSENT_LOWAT"},
-	{"reuseport", SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT"},
-	{"priority", SOL_SOCKET, SO_PRIORITY, "SO_PRIORITY"},
-	{"mark", SOL_SOCKET, SO_MARK, "SO_MARK"},
-	{"tos", IPPROTO_IP, IP_TOS, "IP_TOS"},
-	{"defer-accept", IPPROTO_TCP, TCP_DEFER_ACCEPT, "TCP_DEFER_ACCEPT"},
-};
 
 /* SOCKTUNE_KEEPALIVE: SO_KEEPALIVE and each of IDLE:INTVL:CNT that is given, on a probe. */
 static void check_keepalive(struct verdict *v, const struct st_policy *p)
 {
-	const struct {
-		int level, opt, want;
-		const char *label;
-	} parts[] = {
-		{SOL_SOCKET, SO_KEEPALIVE, (int)p->num[v->id], "SO_KEEPALIVE"},
-		{IPPROTO_TCP, TCP_KEEPIDLE, p->ka_idle, "TCP_KEEPIDLE"},
-		{IPPROTO_TCP, TCP_KEEPINTVL, p->ka_intvl, "TCP_KEEPINTVL"},
-		{IPPROTO_TCP, TCP_KEEPCNT, p->ka_cnt, "TCP_KEEPCNT"},
-	};
-	int fd = probe_socket();
-	if (fd < 0) {
-		v->status = V_UNCHECKED;
-		snprintf(v->why, sizeof v->why, "not verified (no probe socket: %s)", strerror(errno));
-		return;
-	}
+	static const int parts[] = {ST_V_KEEPALIVE, ST_O_KEEPIDLE, ST_O_KEEPINTVL, ST_O_KEEPCNT};
 	v->status = V_OK;
 	snprintf(v->why, sizeof v->why, "ok");
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		long long got = -1;
-		if (i > 0 && (parts[i].want == 0 || !p->num[v->id]))
-			continue; /* that part left to the kernel's default */
-		if (probe_set_int(fd, parts[i].level, parts[i].opt, parts[i].want) != 0 ||
-		    probe_get_int(fd, parts[i].level, parts[i].opt, &got) != 0) {
-			v->status = V_FAILED;
-			snprintf(v->why, sizeof v->why, "setsockopt %s: %s", parts[i].label, strerror(errno));
-			break;
+	for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+		struct st_outcome o;
+		char name[ST_NAME_MAX];
+		int i = parts[k];
+		if (probe_apply(p, i, &o, name) != 0) {
+			no_probe(v);
+			return;
 		}
-		if ((i == 0 ? got != 0 : got) != parts[i].want) {
+		if (o.state == ST_UNTOUCHED)
+			continue; /* that part left to the kernel's default */
+		if (o.state == ST_FAILED || o.got == ST_UNREAD) {
+			refused(v, i, o.state == ST_FAILED ? o.err : errno);
+			return;
+		}
+		if (st_short_of(i, o.want, o.got)) {
 			v->status = V_CLAMPED;
-			snprintf(v->why, sizeof v->why, "%s: the kernel kept %lld", parts[i].label, got);
-			break;
+			snprintf(v->why, sizeof v->why, "%s: the kernel kept %d", st_sockopts[i].label, o.got);
+			return;
 		}
 	}
-	probe_close(fd);
 }
 
-static void check_readback(struct verdict *v, const struct st_policy *p, int k)
+/* Any other option of the table: set on a probe, read back, compared as the library does. */
+static void check_readback(struct verdict *v, const struct st_policy *p)
 {
-	long long want = p->num[v->id], got = -1;
-	int booleans = st_vars[v->id].type == ST_T_BOOL;
-	int fd = probe_socket(), e = 0;
+	struct st_outcome o;
+	char name[ST_NAME_MAX];
 	v->numeric = 1;
-	v->want = want;
-	if (fd < 0) {
-		v->status = V_UNCHECKED;
-		snprintf(v->why, sizeof v->why, "not verified (no probe socket: %s)", strerror(errno));
+	v->want = p->num[v->id];
+	if (probe_apply(p, v->id, &o, name) != 0) {
+		no_probe(v);
 		return;
 	}
-	if (probe_set_int(fd, readback[k].level, readback[k].opt, (int)want) != 0)
-		e = errno;
-	else if (probe_get_int(fd, readback[k].level, readback[k].opt, &got) != 0)
-		e = errno;
-	probe_close(fd);
-	if (e) {
-		v->status = V_FAILED;
-		snprintf(v->why, sizeof v->why, "setsockopt %s: %s", readback[k].label, strerror(e));
-		if (e == EPERM)
-			snprintf(v->fix, sizeof v->fix, "grant the program CAP_NET_ADMIN");
+	if (o.state == ST_FAILED || o.got == ST_UNREAD) {
+		refused(v, v->id, o.state == ST_FAILED ? o.err : errno);
 		return;
 	}
 	v->measured = 1;
-	v->effective = booleans ? got != 0 : got;
-	v->status = v->effective == want ? V_OK : V_CLAMPED;
+	v->effective = st_opt_is_flag(v->id) ? o.got != 0 : o.got;
+	v->status = st_short_of(v->id, v->want, o.got) ? V_CLAMPED : V_OK;
 	snprintf(v->why, sizeof v->why, "%s", v->status == V_OK ? "ok" : "the kernel kept another value");
-	/* The kernel keeps TCP_DEFER_ACCEPT as a count of SYN-ACK retransmissions and reports
-	 * the time that count covers: rounded up, never less. */
-	if (v->id == ST_V_DEFER_ACCEPT && got > want) {
-		v->status = V_OK;
-		snprintf(v->why, sizeof v->why, "ok (rounded up to %lld s: SYN-ACK retransmission steps)",
-		         got);
-	}
+	if (v->status == V_OK && o.got > v->want && (st_sockopts[v->id].flags & ST_O_ROUNDS_UP))
+		snprintf(v->why, sizeof v->why, "ok (rounded up to %d%s)", o.got,
+		         /* kept as a count of SYN-ACK retransmissions, reported as the time it covers */
+		         v->id == ST_V_DEFER_ACCEPT ? " s: SYN-ACK retransmission steps" : "");
 }
 
-static void check_congestion(struct verdict *v, const struct host *h)
+static void check_congestion(struct verdict *v, const struct st_policy *p, const struct host *h)
 {
 	const char *avail = host_get(h, "net.ipv4.tcp_available_congestion_control");
 	const char *allowed = host_get(h, "net.ipv4.tcp_allowed_congestion_control");
-	char got[32] = "";
-	int fd = probe_socket(), e = 0;
-	if (fd >= 0) {
-		socklen_t len = sizeof got - 1;
-		if (probe_set(fd, IPPROTO_TCP, TCP_CONGESTION, v->value, (socklen_t)strlen(v->value)))
-			e = errno;
-		else if (probe_get(fd, IPPROTO_TCP, TCP_CONGESTION, got, &len) == 0)
-			v->measured = 1;
-		probe_close(fd);
+	struct st_outcome o;
+	char got[ST_NAME_MAX] = "";
+	int e = 0;
+	if (probe_apply(p, v->id, &o, got) == 0) {
+		v->measured = o.state == ST_SET && o.got == 1;
+		e = o.state == ST_FAILED ? o.err : 0;
 	}
 	if (v->measured && strcmp(got, v->value) == 0) {
 		v->status = V_OK;
-		snprintf(v->why, sizeof v->why, "ok%s", has_word(allowed, v->value) ? "" :
+		snprintf(v->why, sizeof v->why, "ok%s", st_has_word(allowed, v->value) ? "" :
 		         " here (not in net.ipv4.tcp_allowed_congestion_control: a program without "
 		         "CAP_NET_ADMIN gets EPERM)");
 		return;
 	}
 	v->status = V_FAILED;
-	if (!has_word(avail, v->value)) {
-		snprintf(v->why, sizeof v->why, "not available (net.ipv4.tcp_available_congestion_control="
-		         "%s)", avail);
-		snprintf(v->fix, sizeof v->fix, "modprobe tcp_%s", v->value);
-	} else {
-		snprintf(v->why, sizeof v->why, "not allowed (net.ipv4.tcp_allowed_congestion_control=%s)%s%s",
-		         allowed, e ? ": " : "", e ? strerror(e) : "");
-		snprintf(v->fix, sizeof v->fix,
-		         "sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\", or CAP_NET_ADMIN",
-		         allowed, v->value);
-	}
+	char why[sizeof v->why - 64];
+	st_why_congestion(v->value, avail, allowed, why, sizeof why, v->fix, sizeof v->fix);
+	snprintf(v->why, sizeof v->why, "%s%s%s", why,
+	         e && st_has_word(avail, v->value) ? ": " : "",
+	         e && st_has_word(avail, v->value) ? strerror(e) : "");
 }
 
 /* A path the library will append to (log file, and any later PATH variable). */
@@ -232,7 +224,6 @@ static void check_path(struct verdict *v)
 
 static void check_one(struct verdict *v, const struct st_policy *p, const struct host *h)
 {
-	const char *opt = st_vars[v->id].option;
 	enum st_type type = st_vars[v->id].type;
 	v->status = V_OK;
 	snprintf(v->why, sizeof v->why, "ok");
@@ -241,8 +232,8 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 		v->want = v->effective = p->num[v->id];
 	}
 
-	if (v->id == ST_V_RCVBUF || v->id == ST_V_SNDBUF) {
-		check_buffer(v, p, h, v->id == ST_V_RCVBUF);
+	if (st_is_sockopt(v->id) && (st_sockopts[v->id].flags & ST_O_BUFFER)) {
+		check_buffer(v, p, h);
 	} else if (v->id == ST_V_BACKLOG) {
 		check_backlog(v, h);
 	} else if (v->id == ST_V_BACKLOG_MIN || v->id == ST_V_BACKLOG_MAX) {
@@ -267,7 +258,7 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 			v->status = V_FALLBACK;
 			snprintf(v->why, sizeof v->why,
 			         "CAP_NET_ADMIN not held: SO_RCVBUFFORCE fails, SO_RCVBUF is used");
-			snprintf(v->fix, sizeof v->fix, "grant the program CAP_NET_ADMIN");
+			snprintf(v->fix, sizeof v->fix, "%s", ST_FIX_FORCE);
 		} else {
 			snprintf(v->why, sizeof v->why, "ok: CAP_NET_ADMIN held here (the program needs it too)");
 		}
@@ -283,35 +274,30 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 	} else if (v->id == ST_V_DISABLE && p->num[v->id]) {
 		v->status = V_NOTE;
 		snprintf(v->why, sizeof v->why, "note: the library will do nothing at all");
-	} else if (strcmp(opt, "dry-run") == 0 && p->num[v->id]) {
+	} else if (v->id == ST_V_DRY_RUN && p->num[v->id]) {
 		v->status = V_NOTE;
 		snprintf(v->why, sizeof v->why, "note: the library will only log, changing nothing");
 	} else if (v->id == ST_V_PORTS || v->id == ST_V_LOG || v->id == ST_V_DISABLE ||
-	           v->id == ST_V_QUICKACK || strcmp(opt, "client-ports") == 0 ||
-	           strcmp(opt, "client") == 0 || strcmp(opt, "precedence") == 0 ||
-	           strcmp(opt, "dry-run") == 0) {
+	           v->id == ST_V_QUICKACK || v->id == ST_V_CLIENT_PORTS || v->id == ST_V_CLIENT ||
+	           v->id == ST_V_PRECEDENCE || v->id == ST_V_DRY_RUN) {
 		snprintf(v->why, sizeof v->why, "ok (nothing the host decides)");
-	} else if (strcmp(opt, "congestion") == 0) {
-		check_congestion(v, h);
-	} else if (strcmp(opt, "keepalive") == 0) {
+	} else if (v->id == ST_V_CONGESTION) {
+		check_congestion(v, p, h);
+	} else if (v->id == ST_V_KEEPALIVE) {
 		check_keepalive(v, p);
-	} else if (strcmp(opt, "fastopen") == 0 && v->want > 0) {
+	} else if (v->id == ST_V_FASTOPEN && v->want > 0) {
 		long long tfo = host_num(h, "net.ipv4.tcp_fastopen", 0);
-		if (tfo >= 0 && !(tfo & 2)) {
+		if (tfo >= 0 && !st_fastopen_server_on(tfo)) {
 			v->status = V_FAILED;
 			snprintf(v->why, sizeof v->why,
 			         "server fast open is off (net.ipv4.tcp_fastopen=%lld)", tfo);
-			snprintf(v->fix, sizeof v->fix, "sysctl -w net.ipv4.tcp_fastopen=%lld", tfo | 3);
+			st_fix_fastopen(tfo, v->fix, sizeof v->fix);
 		} else {
 			snprintf(v->why, sizeof v->why, "ok (net.ipv4.tcp_fastopen=%lld)", tfo);
 		}
 	} else {
-		int k = -1;
-		for (size_t i = 0; i < sizeof readback / sizeof readback[0]; i++)
-			if (strcmp(readback[i].option, opt) == 0)
-				k = (int)i;
-		if (k >= 0) {
-			check_readback(v, p, k);
+		if (st_is_sockopt(v->id)) {
+			check_readback(v, p);
 		} else {
 			/* an option this check does not know yet: the library still applies it */
 			v->status = V_UNCHECKED;

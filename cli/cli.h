@@ -65,7 +65,6 @@ struct host {
 void read_host(struct host *h);
 const char *host_get(const struct host *h, const char *name);
 long long host_num(const struct host *h, const char *name, int word);
-int has_word(const char *list, const char *word);
 
 /* In this order: up to V_UNCHECKED a value takes effect in full. */
 enum verdict_status { V_OK, V_NOTE, V_UNCHECKED, V_CLAMPED, V_FALLBACK, V_IGNORED, V_FAILED };

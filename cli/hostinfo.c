@@ -46,19 +46,6 @@ long long host_num(const struct host *h, const char *name, int word)
 	return end == s ? -1 : v;
 }
 
-int has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *s = list; *s;) {
-		s += strspn(s, " ");
-		size_t len = strcspn(s, " ");
-		if (len == n && strncmp(s, word, n) == 0)
-			return 1;
-		s += len;
-	}
-	return 0;
-}
-
 static int cap_net_admin(void)
 {
 	FILE *f = fopen("/proc/self/status", "re");

@@ -48,6 +48,15 @@ static const unsigned char own[ST_V_COUNT] = {
 #undef ST_ENTRY
 };
 
+int st_opt_next(int i)
+{
+	int var = st_sockopts[i].var;
+	for (int k = i < ST_V_COUNT ? ST_V_COUNT : i + 1; k < ST_O_COUNT; k++)
+		if (st_sockopts[k].var == var)
+			return k;
+	return var + 1 < ST_V_COUNT ? var + 1 : ST_O_COUNT;
+}
+
 void st_sockopt_for(int i, int family, int *level, int *optname, const char **label)
 {
 	const struct st_sockopt *o = &st_sockopts[i];

@@ -30,6 +30,11 @@ static inline int st_is_sockopt(int i)
 	return st_sockopts[i].label != NULL;
 }
 
+/* The option after i in the order of the table, each variable's parts (keepalive.idle ...)
+ * right after it; ST_O_COUNT after the last: for (i = 0; i < ST_O_COUNT; i = st_opt_next(i)).
+ * The order of the keys in a log line. */
+int st_opt_next(int i);
+
 /* The level, optname and label of option i on a socket of family (AF_INET6: SOCK6's). */
 void st_sockopt_for(int i, int family, int *level, int *optname, const char **label);
 

@@ -49,7 +49,7 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 	if (!atomic_compare_exchange_strong(&L->checked, &expect, 1))
 		return;
 	uint64_t percon = 0;
-	for (int i = 0; i < ST_O_COUNT; i++) {
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		int level, optname, got = 0;
 		const char *label;
 		if (L->eff[i] == ST_UNREAD || (st_sockopts[i].flags & ST_O_LISTENER_ONLY) || (lentry & st_app_bit(i)))

@@ -93,7 +93,7 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 	}
 	if (tuned_before) {
 		/* the parent that exec'd us tuned it (and said so, clamps included): nothing to set */
-		for (int i = 0; i < ST_O_COUNT; i++) {
+		for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 			eff[i] = before[i];
 			if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_NAME))
 				st_line_add(&line, " %s=%s", ST_KEY(i), st_policy.congestion);

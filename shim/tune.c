@@ -120,7 +120,7 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 	if (st_app_wins())
 		rq.keep = mine;
 	/* one option at a time (not an array of outcomes: this runs on the app's stack) */
-	for (int i = 0; i < ST_O_COUNT; i++) {
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		struct st_outcome o;
 		char name[ST_NAME_MAX] = "";
 		int want;

@@ -42,7 +42,7 @@ if [ "$RMEM" -le 268435456 ]; then
 	"$CMD" check --strict --rcvbuf "$want" >"$TMP/out" 2>&1
 	rc=$?
 	line=$(grep '^  rcvbuf ' "$TMP/out")
-	expect="  rcvbuf        $want -> $((RMEM * 2)) (kernel reports 2x)  clamped by net.core.rmem_max=$RMEM: sysctl -w net.core.rmem_max=$want, or CAP_NET_ADMIN + --rcvbuf-force"
+	expect="  rcvbuf        $want -> $((RMEM * 2)) (kernel reports 2x)  clamped by net.core.rmem_max=$RMEM: sysctl -w net.core.rmem_max=$want, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1 (--rcvbuf-force)"
 	check check_rcvbuf_clamped "got '$line'" "$line" = "$expect"
 	check check_strict_clamped "status $rc" $rc -eq 1
 	"$CMD" check --rcvbuf "$want" >/dev/null 2>&1

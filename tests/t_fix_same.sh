@@ -1,0 +1,73 @@
+#!/bin/sh
+# The library and `socktune check` print the same fix for the same limit: each case drives
+# a real clamp or refusal through both (a tserver under the preload, and check --json with
+# the same setting), and compares the library's fix="..." with check's "fix" field.  Both
+# come from common/kernel.c; this fails when either side writes its own.
+. "$ROOT/tests/lib.sh"
+. "$ROOT/tests/servers.sh"
+
+CLI=$B/socktune
+
+# lib_fix NAME EVENT [VAR=value...]: the fix of the first EVENT line of a tserver run with the
+# variables (IPv4, one connection).
+lib_fix() {
+	_n=$1 _ev=$2
+	shift 2
+	ts_serve "$_n" 4 1 LD_PRELOAD="$LIB" "$@" -- -4 >/dev/null || return 1
+	log_line "$_n" "$_ev" | sed -n 's/.* fix="\([^"]*\)".*/\1/p'
+}
+
+# check_fix OPTION ARGS...: check's fix for OPTION when run with ARGS.
+check_fix() {
+	_o=$1
+	shift
+	"$CLI" check --json "$@" 2>/dev/null | $PY -c '
+import json, sys
+for o in json.load(sys.stdin)["options"]:
+    if o["option"] == sys.argv[1]:
+        print(o["fix"] or "")' "$_o"
+}
+
+# same NAME LIBFIX CHECKFIX: both non-empty and equal.
+same() {
+	check "$1" "library: '$2' / check: '$3'" -n "$2" -a "$2" = "$3"
+}
+
+rmem=$(cat /proc/sys/net/core/rmem_max)
+wmem=$(cat /proc/sys/net/core/wmem_max)
+somax=$(cat /proc/sys/net/core/somaxconn)
+tfo=$(cat /proc/sys/net/ipv4/tcp_fastopen)
+
+if [ "$rmem" -lt 268435456 ]; then
+	want=$((rmem * 2))
+	same rcvbuf_clamp "$(lib_fix rcvbuf clamp SOCKTUNE_RCVBUF=$want)" "$(check_fix rcvbuf --rcvbuf $want)"
+else
+	skip rcvbuf_clamp "net.core.rmem_max=$rmem: too large to exceed"
+fi
+if [ "$wmem" -lt 268435456 ]; then
+	want=$((wmem * 2))
+	same sndbuf_clamp "$(lib_fix sndbuf clamp SOCKTUNE_SNDBUF=$want)" "$(check_fix sndbuf --sndbuf $want)"
+else
+	skip sndbuf_clamp "net.core.wmem_max=$wmem: too large to exceed"
+fi
+want=$((somax * 2))
+same backlog_clamp "$(lib_fix backlog clamp SOCKTUNE_BACKLOG=$want)" "$(check_fix backlog --backlog $want)"
+same congestion_unknown "$(lib_fix cong setsockopt SOCKTUNE_CONGESTION=nosuchcc)" \
+	"$(check_fix congestion --congestion nosuchcc)"
+if [ $((tfo & 2)) -eq 0 ]; then
+	same fastopen_off "$(lib_fix tfo fastopen-disabled SOCKTUNE_FASTOPEN=16)" \
+		"$(check_fix fastopen --fastopen 16)"
+else
+	skip fastopen_off "net.ipv4.tcp_fastopen=$tfo: the server side is on"
+fi
+
+# SO_MARK without CAP_NET_ADMIN and CAP_NET_RAW: the capability it needs, from the table
+drop="--bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw"
+# shellcheck disable=SC2086 # the setpriv options are split on purpose
+if command -v setpriv >/dev/null && setpriv $drop true 2>/dev/null; then
+	TS_WRAP="setpriv $drop" lib_fix mark setsockopt SOCKTUNE_MARK=7 >"$TMP/mark.fix"
+	same mark_denied "$(cat "$TMP/mark.fix")" "$(setpriv $drop "$CLI" check --json --mark 7 |
+		$PY -c 'import json,sys; print([o["fix"] for o in json.load(sys.stdin)["options"]][0] or "")')"
+else
+	skip mark_denied "setpriv cannot drop CAP_NET_ADMIN here"
+fi
