@@ -1,4 +1,6 @@
-# Shared by the tests/t_cli*.sh scripts (POSIX sh), sourced after tests/lib.sh.
+# The fixture of the tests/t_cli*.sh scripts (POSIX sh), sourced right after lib.sh.  Not a
+# part of lib.sh: sourcing it does things (it clears SOCKTUNE_* and LD_PRELOAD from the
+# environment and compiles PROBE) that only the tests of the command want.
 # CMD is the command under test.  PROBE is a tiny program built here with $CC, the
 # compiler of the build under test, so that a musl build preloads its musl library into a
 # musl program (a musl libsocktune cannot be preloaded into Debian's glibc sh or python3):

@@ -1,4 +1,5 @@
-# Shared by the tests/t_*.sh scripts (POSIX sh).  Source it: . "$ROOT/tests/lib.sh"
+# The helper library of the tests/t_*.sh scripts (POSIX sh), the one file they source, as
+# their first command:  . "$(dirname "$0")/lib.sh"
 # Results are lines: PASS name / FAIL name: why / SKIP name: why (counted by tests/run.sh).
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
@@ -56,4 +57,97 @@ wait_file() {
 # field LINE KEY: the value of key=value in a logfmt line.
 field() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# ---- the test servers (tserver, kaclient, tests/py/optserver.py) ----
+
+
+# host_of 4|6: the loopback address of the family.
+host_of() {
+	if [ "$1" = 6 ]; then echo ::1; else echo 127.0.0.1; fi
+}
+
+# ts_start NAME [VAR=value...] -- [tserver args...]: start tserver in the background with
+# the given environment (put LD_PRELOAD=$LIB there to preload), stdout in $TMP/NAME.out,
+# stderr in $TMP/NAME.err.  Sets TS_PID and TS_PORT; returns 1 when no PORT line came.
+# TS_CMD, when set, replaces the tserver command (words: a program and its first
+# arguments); TS_WRAP, when set, goes in front of it all (an strace command line, say).
+ts_start() {
+	_name=$1
+	shift
+	_env=""
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		_env="$_env $1"
+		shift
+	done
+	[ "$1" = "--" ] && shift
+	# shellcheck disable=SC2086 # the environment words are split on purpose
+	${TS_WRAP:-} env $_env ${TS_CMD:-"$BIN/tserver"} "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
+	TS_PID=$!
+	TS_PORT=""
+	wait_file "$TMP/$_name.out" '^PORT ' || return 1
+	TS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_name.out")
+	[ -n "$TS_PORT" ]
+}
+
+# ts_serve NAME FAMILY CONNS [VAR=value...] -- [tserver args]: ts_start, then CONNS
+# connections from kaclient (its line in $TMP/NAME.client), then ts_wait.  Fails the test
+# NAME when the server does not come up.
+ts_serve() {
+	_sn=$1 _sfam=$2 _sc=$3
+	shift 3
+	if ! ts_start "$_sn" "$@"; then
+		fail "$_sn" "tserver did not start: $(cat "$TMP/$_sn.err")"
+		return 1
+	fi
+	"$BIN/kaclient" burst -n "$_sc" -T 5 "$(host_of "$_sfam")" "$TS_PORT" >"$TMP/$_sn.client"
+	ts_wait
+	return 0
+}
+
+# ts_wait: wait for the last tserver (bounded: tserver gives up by itself after -t s).
+ts_wait() {
+	wait "$TS_PID" 2>/dev/null
+}
+
+# ts_val NAME KIND KEY [N]: KEY=value from the N-th (default 1st) line of tserver's output
+# starting with KIND (LISTENER, CONN, DONE).
+ts_val() {
+	_line=$(grep "^$2 " "$TMP/$1.out" | sed -n "${4:-1}p")
+	field "$_line" "$3"
+}
+
+# kc_val LINE KEY: the value of KEY in a kaclient result line.
+kc_val() {
+	field "$1" "$2"
+}
+
+# log_line NAME EVENT: the first socktune log line with event=EVENT in $TMP/NAME.err.
+log_line() {
+	grep "^socktune .* event=$2\( \|$\)" "$TMP/$1.err" | head -n 1
+}
+
+# count_lines FILE PATTERN: number of lines matching (0 when none or no file).
+count_lines() {
+	_c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${_c:-0}"
+}
+
+# opt_serve NAME FAMILY COUNT [optserver args]: tests/py/optserver.py under the preload (the
+# caller exports the environment), COUNT connections that each send a byte and read one;
+# output in $TMP/NAME.out (JSON lines) and $TMP/NAME.err.  Fails NAME when no server came up.
+opt_serve() {
+	_on=$1 _of=$2 _oc=$3
+	shift 3
+	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/optserver.py" --family "$_of" --count "$_oc" "$@" \
+		>"$TMP/$_on.out" 2>"$TMP/$_on.err" &
+	_opid=$!
+	wait_file "$TMP/$_on.out" port || { fail "$_on" "server did not start: $(cat "$TMP/$_on.err")"; return 1; }
+	_oport=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$TMP/$_on.out")
+	_oi=0
+	while [ $_oi -lt "$_oc" ]; do
+		$PY -c "import socket; s=socket.create_connection(('$(host_of "$_of")',$_oport),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		_oi=$((_oi + 1))
+	done
+	wait $_opid
 }

@@ -8,7 +8,6 @@
 # options, so later connections must not pay per-connection syscalls for it, nor the log cry
 # wolf.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # python makes the listener (backlog 5), then execs tserver -L FD under the library
 ADOPT='

@@ -3,8 +3,7 @@
 # h2o 65535, php-fpm -1 = somaxconn), one warning with both values and the advice;
 # SOCKTUNE_BACKLOG_MIN only raises (5000 kept, no warning); BACKLOG_MAX lowers on purpose
 # (no warning).  IPv4 and IPv6; the backlog in force read back with TCP_INFO.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
+. "$(dirname "$0")/lib.sh"
 
 somaxconn=$(cat /proc/sys/net/core/somaxconn)
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }

@@ -3,7 +3,7 @@
 # in two writes with Nagle on stalls ~40 ms per request on the server's delayed ACK; with
 # SOCKTUNE_CLIENT=1 SOCKTUNE_NODELAY=1 the second write leaves at once.  The server is
 # never preloaded.  Asserts counts of slow requests and the options read on the socket.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 N=20
 
 # run NAME FAMILY: lineserver (plain) + twowrite client under the preload, with the

@@ -4,7 +4,6 @@
 # process without a tuned socket prints nothing; stdout is never written; SOCKTUNE_DISABLE,
 # SOCKTUNE_LOG and SOCKTUNE_LOG_FILE.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # run NAME FAMILY [VAR=value...] -- [tserver args]: tserver, one connection.
 run() {

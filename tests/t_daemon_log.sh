@@ -3,7 +3,7 @@
 # SOCKTUNE_LOG_FILE the listen line is in the parent's file, whose pid is gone; without %p
 # one file holds the parent's listen line and the daemon's own lines, each with its pid=
 # (what docs/libsocktune.7 and troubleshooting.md say).  IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # daemon FAMILY LOGPATH: prints "PARENT pid", "DAEMON pid", "PORT n"; the daemon accepts one
 # connection (bounded: 10 s) and exits.

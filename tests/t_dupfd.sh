@@ -6,7 +6,6 @@
 # slot that stays open while the original does; connections accepted on a copy carry the
 # options.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # a backlog above somaxconn: a listener adopted again would be listened again every time
 POLICY="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=65535"

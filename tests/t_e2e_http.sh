@@ -7,7 +7,6 @@
 #    dropped, retransmitted after 1 s), untuned vs SOCKTUNE_BACKLOG=4096.
 # A "before" that does not stall on this kernel is reported as SKIP with its numbers.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 REQS=30
 CONNS=300

@@ -6,7 +6,6 @@
 # inherit, is set; the log says so in the worker (event=receive); and a message that carries
 # no descriptor costs no syscall.  Counts of requests over 20 ms and of syscalls, not times.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 N=30
 

@@ -6,7 +6,6 @@
 # the server for long (stderr a full pipe nobody reads) and never raise SIGPIPE (stderr a
 # pipe whose reader is gone).
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # every variable with its type and maximum, from the one list in include/socktune.h
 VARS=$(sed -n '/^#define ST_VARIABLES/,/^$/p' "$ROOT/include/socktune.h" |

@@ -3,7 +3,6 @@
 # on the listener (TCP_INFO tcpi_sacked = backlog in force), compared with the log's
 # *.effective values and with an untuned run; clamps against the host's sysctls.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 NS=""
 trap '[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null; for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT

@@ -3,7 +3,7 @@
 # marked port=ephemeral on its listen line; a listen() on an unbound socket logs the port
 # listen() gave it (it logged :0); a server's own port outside ip_local_port_range is not
 # marked.  IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range)
 hi=$(awk '{ print $2 }' /proc/sys/net/ipv4/ip_local_port_range)

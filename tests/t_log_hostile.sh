@@ -8,7 +8,6 @@
 # opens its own once.  A file that refuses writes (/dev/full) is said once.  Bytes that are
 # not UTF-8 never reach a line.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # hex_of STRING: its bytes in hex, as the python clients print what they received
 hex_of() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }

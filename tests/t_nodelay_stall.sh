@@ -5,7 +5,7 @@
 # with NODELAY it leaves at once and the client's next PUBLISH waits for the server's
 # delayed ACK (~40 ms); QUICKACK on the server removes that wait.  Counted: exchanges over
 # 20 ms out of 30, for the three settings, IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 BB=$B/bench
 N=30

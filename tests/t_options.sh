@@ -2,8 +2,7 @@
 # Every option read back on the ACCEPTED socket (IPv4 and IPv6), both precedence
 # modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
+. "$(dirname "$0")/lib.sh"
 OPTSERVER=$ROOT/tests/py/optserver.py
 
 # jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.

@@ -2,7 +2,6 @@
 # SOCKTUNE_PORTS: a listener on an excluded port is left exactly as an untuned run leaves it
 # (and nothing is logged); one on an included port, alone or in a range, is tuned.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 TUNE="SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=256K SOCKTUNE_BACKLOG=77"
 

@@ -4,7 +4,6 @@
 # children, exec chains (shell script -> server), and no descriptor of the library surviving
 # into exec'd children.  fdops runs each scenario with and without the library.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 POL="SOCKTUNE_NODELAY=1 SOCKTUNE_KEEPALIVE=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_RCVBUF=256K
 SOCKTUNE_QUICKACK=1 SOCKTUNE_LOG=debug"

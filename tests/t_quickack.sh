@@ -3,7 +3,6 @@
 # request in two small writes (Nagle on) waits for its own delayed ACK (~40 ms) on every
 # request; with SOCKTUNE_QUICKACK=1 it does not.  Counts of requests over 20 ms, not times.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 N=50
 

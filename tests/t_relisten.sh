@@ -7,7 +7,6 @@
 # event=inherit warning, and accepts cost no setsockopt (strace: N and 2N accepts, the same
 # count).
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # rl_start NAME [VAR=value...] -- [relisten args]: relisten in the background (TS_CMD).
 rl_start() {

@@ -3,7 +3,7 @@
 # their handshake, then accepts them all: accepted = 20, the queue peak shows the burst,
 # the file stays readable after SIGKILL, --json parses, a file of another version is
 # refused, and a normal exit logs one event=summary line per listener.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 CLI=$B/socktune
 N=20
 

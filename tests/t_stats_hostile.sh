@@ -4,8 +4,7 @@
 # a symlink, a character device, /dev/null itself), a listener reloaded 300 times, a thread
 # with a 16-24 KiB stack, and the exit summary after main() called pthread_exit().  Each
 # case on IPv4 and IPv6; each asserts the server kept serving and what became of the file.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
+. "$(dirname "$0")/lib.sh"
 CLI=$B/socktune
 PROBE=$BIN/statsprobe
 

@@ -4,7 +4,6 @@
 # again, so the number of setsockopt/getsockopt calls does not grow with connections.
 # With QUICKACK: one setsockopt per accept and one per receive that returned data.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 if ! command -v strace >/dev/null 2>&1; then
 	skip syscalls "strace not installed (.ci/run installs it)"
