@@ -32,26 +32,52 @@ free_port() {
 	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_listen PORT: until something listens on PORT (v4 or v6), at most 5 s.
-wait_listen() {
-	i=0
-	while [ $i -lt 100 ]; do
-		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+# ---- waits: every one bounded, its timeout an argument ----
+
+# busywait TIMEOUT_MS CMD...: run CMD until it succeeds, every 50 ms, for TIMEOUT_MS at
+# least (TIMEOUT_MS/50 sleeps, then one last try); the status of the last try.
+busywait() {
+	_bw_n=$(($1 / 50))
+	shift
+	"$@" && return 0
+	while [ "$_bw_n" -gt 0 ]; do
 		sleep 0.05
-		i=$((i + 1))
+		"$@" && return 0
+		_bw_n=$((_bw_n - 1))
 	done
 	return 1
 }
 
-# wait_file FILE PATTERN: until FILE has a line matching PATTERN, at most 5 s.
+# file_has FILE PATTERN [N]: true when FILE has at least N (default 1) lines matching PATTERN.
+file_has() {
+	_fh_c=$(grep -c -e "$2" "$1" 2>/dev/null)
+	[ "${_fh_c:-0}" -ge "${3:-1}" ]
+}
+
+# listening PORT: true when something listens on TCP PORT (v4 or v6), as ss sees it.
+listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# gone PID: true when no process PID is left.
+gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# wait_listen PORT [SECONDS]: until something listens on PORT; at most SECONDS (default 5).
+wait_listen() {
+	busywait $((${2:-5} * 1000)) listening "$1"
+}
+
+# wait_file FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN; at most SECONDS
+# (default 5).
 wait_file() {
-	i=0
-	while [ $i -lt 100 ]; do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
+	busywait $((${3:-5} * 1000)) file_has "$1" "$2"
+}
+
+# wait_gone PID [SECONDS]: until process PID is gone; at most SECONDS (default 5).
+wait_gone() {
+	busywait $((${2:-5} * 1000)) gone "$1"
 }
 
 # field LINE KEY: the value of key=value in a logfmt line.

@@ -13,8 +13,7 @@ sendq() { ss -Hltn "sport = :$1" | awk 'NR == 1 { print $3 }'; }
 
 stop() {
 	kill "$1" 2>/dev/null
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_gone "$1"
 }
 
 if [ $IS_MUSL = 1 ]; then

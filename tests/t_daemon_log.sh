@@ -35,8 +35,7 @@ for fam in 4 6; do
 		port=$(sed -n 's/.* PORT //p' "$TMP/$n.out")
 		$PY -c "import socket; socket.create_connection(('$host', $port), timeout=5).close()"
 		wait
-		i=0
-		while [ $i -lt 50 ] && kill -0 "$dpid" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+		wait_gone "$dpid"
 		if [ $mode = pid ]; then
 			check $n.listen-in-parent-file "no listen line in the parent's file" \
 				-n "$(grep "pid=$parent .*event=listen " "$TMP/${n}.$parent.log" 2>/dev/null)"

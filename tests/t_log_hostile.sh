@@ -123,11 +123,7 @@ print(got.hex())' "$host" "$port" 2>&1)
 	env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" \
 		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 >"$TMP/$n.out" 2>"$TMP/$n.err" &
 	mpid=$!
-	i=0
-	while [ "$(grep -c '^READY' "$TMP/$n.out")" != 2 ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	busywait 5000 file_has "$TMP/$n.out" '^READY' 2
 	if [ "$(grep -c '^READY' "$TMP/$n.out")" = 2 ]; then
 		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
 			>/dev/null 2>&1
@@ -168,8 +164,7 @@ $PY -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(sys.argv[1]); s.listen(1)
 time.sleep(15)' "$TMP/$n.sock" &
 spid=$!
-i=0
-while [ ! -S "$TMP/$n.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+busywait 5000 test -S "$TMP/$n.sock"
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/$n.sock" -- -n 1 -t 10; then
 	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
 	ts_wait

@@ -195,11 +195,7 @@ for fam in 4 6; do
 	SOCKTUNE_STATS=$F LD_PRELOAD=$LIB "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 \
 		>"$TMP/prefork$fam.out" 2>"$TMP/prefork$fam.err" &
 	spid=$!
-	i=0
-	while [ "$(count_lines "$TMP/prefork$fam.out" '^READY')" -lt 2 ] && [ $i -lt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	busywait 10000 file_has "$TMP/prefork$fam.out" '^READY' 2
 	port=$(sed -n 's/^PORT //p' "$TMP/prefork$fam.out")
 	"$BIN/loadgen" -n "$conns" -c 16 -r 1 -w 10 -T 120 "$(host_of $fam)" "$port" >"$TMP/prefork$fam.load" 2>&1
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.live" 2>&1
