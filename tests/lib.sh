@@ -85,39 +85,99 @@ field() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
-# ---- the test servers (tserver, kaclient, tests/py/optserver.py) ----
-
+# ---- servers: started one way, in the background ----
 
 # host_of 4|6: the loopback address of the family.
 host_of() {
 	if [ "$1" = 6 ]; then echo ::1; else echo 127.0.0.1; fi
 }
 
-# ts_start NAME [VAR=value...] -- [tserver args...]: start tserver in the background with
-# the given environment (put LD_PRELOAD=$LIB there to preload), stdout in $TMP/NAME.out,
-# stderr in $TMP/NAME.err.  Sets TS_PID and TS_PORT; returns 1 when no PORT line came.
-# TS_CMD, when set, replaces the tserver command (words: a program and its first
-# arguments); TS_WRAP, when set, goes in front of it all (an strace command line, say).
-ts_start() {
-	_name=$1
-	shift
-	_env=""
-	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-		_env="$_env $1"
-		shift
+# PORT_LINE: what a server prints once it listens: "PORT n" (the C helpers and the python
+# servers; the word may follow others, as in "DAEMON pid PORT n") or a JSON object with
+# "port": n (tests/py/optserver.py).  port_of FILE: n from the first such line of FILE.
+PORT_LINE='\(^\| \)PORT [0-9]\|"port": [0-9]'
+port_of() {
+	sed -n -e 's/^\(.* \)\{0,1\}PORT \([0-9][0-9]*\).*/\2/p' -e 's/.*"port": \([0-9][0-9]*\).*/\1/p' "$1" |
+		head -n 1
+}
+
+# start_server [-t SECONDS] [-l PORT] NAME [VAR=value...] -- CMD [ARGS...]: CMD in the
+# background with the VAR=value environment (env(1)), stdout in $TMP/NAME.out, stderr in
+# $TMP/NAME.err, then a wait of at most SECONDS (default 5) for its PORT_LINE or, with -l,
+# until PORT listens (a server that prints no port, such as python -m http.server).  Sets
+# SRV_PID and SRV_PORT; returns 1 when the wait ran out (the process is left running: the
+# caller reports it, and the EXIT trap kills it).  SRV_WRAP, when set, goes in front of it
+# all (words: an strace or ip netns exec command line, say).
+start_server() {
+	_sv_t=5 _sv_l=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-t) _sv_t=$2 ;;
+		-l) _sv_l=$2 ;;
+		*) break ;;
+		esac
+		shift 2
 	done
-	[ "$1" = "--" ] && shift
-	# shellcheck disable=SC2086 # the environment words are split on purpose
-	${TS_WRAP:-} env $_env ${TS_CMD:-"$BIN/tserver"} "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
-	TS_PID=$!
-	TS_PORT=""
-	wait_file "$TMP/$_name.out" '^PORT ' || return 1
-	TS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_name.out")
-	[ -n "$TS_PORT" ]
+	_sv_name=$1
+	shift
+	# "VAR=value... -- CMD ARGS..." -> "VAR=value... CMD ARGS..." for env(1), every word
+	# as it came (an empty value, spaces, bytes that are not UTF-8)
+	_sv_k=$# _sv_sep=""
+	while [ "$_sv_k" -gt 0 ]; do
+		_sv_a=$1
+		shift
+		_sv_k=$((_sv_k - 1))
+		if [ -z "$_sv_sep" ] && [ "$_sv_a" = "--" ]; then _sv_sep=1; else set -- "$@" "$_sv_a"; fi
+	done
+	# shellcheck disable=SC2086 # the wrapper words are split on purpose
+	${SRV_WRAP:-} env "$@" >"$TMP/$_sv_name.out" 2>"$TMP/$_sv_name.err" &
+	SRV_PID=$!
+	if [ -n "$_sv_l" ]; then
+		SRV_PORT=$_sv_l
+		wait_listen "$SRV_PORT" "$_sv_t"
+		return
+	fi
+	SRV_PORT=""
+	wait_file "$TMP/$_sv_name.out" "$PORT_LINE" "$_sv_t" || return 1
+	SRV_PORT=$(port_of "$TMP/$_sv_name.out")
+	[ -n "$SRV_PORT" ]
+}
+
+# wait_server: wait for the last server start_server started (bounded by the server
+# itself: tserver gives up after -t s, the others after a timeout of their own).
+wait_server() {
+	wait "$SRV_PID" 2>/dev/null
+}
+
+# ---- the project's test servers: tserver, kaclient, tests/py/optserver.py ----
+
+# ts_start NAME [VAR=value...] -- [tserver args...]: start_server for tserver; put
+# LD_PRELOAD=$LIB in the environment to preload.  TS_CMD, when set, replaces the tserver
+# command (words: a program and its first arguments).
+ts_start() {
+	_ts_name=$1
+	shift
+	# insert the command after the first "--" (or at the end: no tserver args)
+	_ts_k=$# _ts_sep=""
+	while [ "$_ts_k" -gt 0 ]; do
+		_ts_a=$1
+		shift
+		_ts_k=$((_ts_k - 1))
+		if [ -z "$_ts_sep" ] && [ "$_ts_a" = "--" ]; then
+			_ts_sep=1
+			# shellcheck disable=SC2086 # TS_CMD is split into words on purpose
+			set -- "$@" -- ${TS_CMD:-"$BIN/tserver"}
+		else
+			set -- "$@" "$_ts_a"
+		fi
+	done
+	# shellcheck disable=SC2086
+	[ -n "$_ts_sep" ] || set -- "$@" -- ${TS_CMD:-"$BIN/tserver"}
+	start_server "$_ts_name" "$@"
 }
 
 # ts_serve NAME FAMILY CONNS [VAR=value...] -- [tserver args]: ts_start, then CONNS
-# connections from kaclient (its line in $TMP/NAME.client), then ts_wait.  Fails the test
+# connections from kaclient (its line in $TMP/NAME.client), then wait_server.  Fails the test
 # NAME when the server does not come up.
 ts_serve() {
 	_sn=$1 _sfam=$2 _sc=$3
@@ -126,14 +186,9 @@ ts_serve() {
 		fail "$_sn" "tserver did not start: $(cat "$TMP/$_sn.err")"
 		return 1
 	fi
-	"$BIN/kaclient" burst -n "$_sc" -T 5 "$(host_of "$_sfam")" "$TS_PORT" >"$TMP/$_sn.client"
-	ts_wait
+	"$BIN/kaclient" burst -n "$_sc" -T 5 "$(host_of "$_sfam")" "$SRV_PORT" >"$TMP/$_sn.client"
+	wait_server
 	return 0
-}
-
-# ts_wait: wait for the last tserver (bounded: tserver gives up by itself after -t s).
-ts_wait() {
-	wait "$TS_PID" 2>/dev/null
 }
 
 # ts_val NAME KIND KEY [N]: KEY=value from the N-th (default 1st) line of tserver's output
@@ -159,21 +214,22 @@ count_lines() {
 	echo "${_c:-0}"
 }
 
-# opt_serve NAME FAMILY COUNT [optserver args]: tests/py/optserver.py under the preload (the
-# caller exports the environment), COUNT connections that each send a byte and read one;
-# output in $TMP/NAME.out (JSON lines) and $TMP/NAME.err.  Fails NAME when no server came up.
+# opt_serve NAME FAMILY COUNT [optserver args]: start_server for tests/py/optserver.py
+# under the preload (the caller exports the environment; SRV_WRAP as for start_server),
+# then COUNT connections that each send a byte and read one, then wait_server; its output
+# in $TMP/NAME.out (JSON lines) and $TMP/NAME.err.  Fails NAME when no server came up.
 opt_serve() {
 	_on=$1 _of=$2 _oc=$3
 	shift 3
-	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/optserver.py" --family "$_of" --count "$_oc" "$@" \
-		>"$TMP/$_on.out" 2>"$TMP/$_on.err" &
-	_opid=$!
-	wait_file "$TMP/$_on.out" port || { fail "$_on" "server did not start: $(cat "$TMP/$_on.err")"; return 1; }
-	_oport=$($PY -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$TMP/$_on.out")
+	if ! start_server "$_on" LD_PRELOAD="$LIB" -- $PY "$ROOT/tests/py/optserver.py" \
+		--family "$_of" --count "$_oc" "$@"; then
+		fail "$_on" "server did not start: $(cat "$TMP/$_on.err")"
+		return 1
+	fi
 	_oi=0
 	while [ $_oi -lt "$_oc" ]; do
-		$PY -c "import socket; s=socket.create_connection(('$(host_of "$_of")',$_oport),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		$PY -c "import socket; s=socket.create_connection(('$(host_of "$_of")',$SRV_PORT),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
 		_oi=$((_oi + 1))
 	done
-	wait $_opid
+	wait_server
 }

@@ -18,7 +18,7 @@ for fam in 4 6; do
 		w=$(log_line $n backlog-lowered)
 		check $n.one-warning "$c backlog-lowered lines, want 1: $(cat "$TMP/$n.err")" "$c" -eq 1
 		check $n.values "line: $w" -n "$(printf '%s' "$w" | grep 'level=warn' |
-			grep "fd=[0-9][0-9]* addr=$host:$TS_PORT backlog.app=5000 backlog.want=1234 " |
+			grep "fd=[0-9][0-9]* addr=$host:$SRV_PORT backlog.app=5000 backlog.want=1234 " |
 			grep 'fix="use --backlog-min 1234 to only raise"')"
 		check $n.applied "TCP_INFO backlog $(ts_val $n CONN backlog), want $(min 1234 "$somaxconn")" \
 			"$(ts_val $n CONN backlog)" = "$(min 1234 "$somaxconn")"

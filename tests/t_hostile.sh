@@ -101,8 +101,8 @@ for case in nodir symlink dir; do
 	esac
 	n=logfile_$case
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$path" -- -n 1 -t 10; then
-		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$path\"" "$TMP/$n.err")
 		check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 		check ${n}_falls_back "no listen line on stderr: $(cat "$TMP/$n.err")" \

@@ -68,7 +68,7 @@ for fam in 4 6; do
 			"$(field "$line" backlog.app)" = 5 -a "$(field "$line" backlog.want)" = 300 \
 			-a "$(field "$line" rcvbuf.want)" = 262144 -a "$(field "$line" sndbuf.want)" = 131072 \
 			-a "$(field "$line" nodelay)" = 1 -a "$(field "$line" level)" = info
-		if [ "$fam" = 6 ]; then want_addr="[::1]:$TS_PORT"; else want_addr="127.0.0.1:$TS_PORT"; fi
+		if [ "$fam" = 6 ]; then want_addr="[::1]:$SRV_PORT"; else want_addr="127.0.0.1:$SRV_PORT"; fi
 		same ${n}_log_addr "listen line addr" "$(field "$line" addr)" "$want_addr"
 		check ${n}_one_line "stderr: $(cat "$TMP/$n.err")" \
 			"$(wc -l <"$TMP/$n.err")" -eq 1 -a "$(count_lines "$TMP/$n.err" event=listen)" -eq 1

@@ -13,8 +13,8 @@ serve() {
 		fail "$_n" "tserver did not start on port $_port: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$SRV_PORT" >/dev/null
+	wait_server
 }
 
 # values NAME: the accepted socket's values and the backlog, one word.

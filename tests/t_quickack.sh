@@ -16,8 +16,8 @@ split() {
 		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$TS_PORT")
-	ts_wait
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$SRV_PORT")
+	wait_server
 	OVER=$(kc_val "$RES" over)
 	if [ "$(kc_val "$RES" done)" != $N ]; then
 		fail "$_n" "client did not finish: $RES"

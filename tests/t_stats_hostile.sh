@@ -53,10 +53,10 @@ for fam in 4 6; do
 	# ---- a full filesystem: the server serves, one warning, no temporary file ----
 	if can_unshare; then
 		mkdir -p "$TMP/full$fam"
-		TS_WRAP="unshare -m sh $TMP/fullfs.sh $TMP/full$fam" \
+		SRV_WRAP="unshare -m sh $TMP/fullfs.sh $TMP/full$fam" \
 			ts_start full$fam LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/full$fam/stats -- -$fam -n 3 -t 10
-		"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		check stats-hostile.full-disk-serves.ip$fam "status $rc, $(tail -n 2 "$TMP/full$fam.out")" \
 			"$rc" = 0 -a -n "$(grep '^DONE conns=3' "$TMP/full$fam.out")"
@@ -71,13 +71,13 @@ for fam in 4 6; do
 	# ---- the file truncated under the running server (truncate -s 0, then : >) ----
 	F=$TMP/trunc$fam
 	ts_start trunc$fam LD_PRELOAD=$LIB SOCKTUNE_STATS=$F -- -$fam -n 9 -t 10
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 	truncate -s 0 "$F"
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 	: >"$F"
 	sleep 0.15 # past the 100 ms sampling interval: the next accept writes the file again
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >"$TMP/trunc$fam.client" 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >"$TMP/trunc$fam.client" 2>&1
+	wait_server
 	rc=$?
 	check stats-hostile.truncated-serves.ip$fam "status $rc, $(tail -n 2 "$TMP/trunc$fam.out") $(cat "$TMP/trunc$fam.err")" \
 		"$rc" = 0 -a -n "$(grep '^DONE conns=9' "$TMP/trunc$fam.out")"
@@ -94,8 +94,8 @@ for fam in 4 6; do
 	for kind in plain link fifo; do
 		n=$kind$fam
 		ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/$n -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		case $kind in
 		plain) same=$(cmp -s "$TMP/orig" "$TMP/$n" && [ -f "$TMP/$n" ] && echo yes) ;;
@@ -110,8 +110,8 @@ for fam in 4 6; do
 	if [ "$(id -u)" = 0 ] && mknod "$TMP/null$fam" c 1 3 2>/dev/null; then
 		n=null$fam
 		ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/$n -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		now=$(stat -c '%F %t,%T' "$TMP/$n")
 		check stats-hostile.refused-chardev.ip$fam "status $rc, now $now, $(cat "$TMP/$n.err")" \
@@ -123,10 +123,10 @@ for fam in 4 6; do
 	# /dev/null itself, in a private /dev so a regression cannot break the host's
 	if can_unshare; then
 		n=devnull$fam
-		TS_WRAP="unshare -m sh $TMP/devns.sh $TMP/$n.after" \
+		SRV_WRAP="unshare -m sh $TMP/devns.sh $TMP/$n.after" \
 			ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=/dev/null -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		check stats-hostile.refused-dev-null.ip$fam "status $rc, /dev/null now: $(cat "$TMP/$n.after" 2>/dev/null), $(cat "$TMP/$n.err")" \
 			"$rc" = 0 -a "$(cat "$TMP/$n.after" 2>/dev/null)" = "character special file 1,3" -a \
