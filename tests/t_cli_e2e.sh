@@ -23,21 +23,20 @@ elif ! command -v ss >/dev/null 2>&1; then
 else
 	# before: python's http.server listens with backlog 5
 	port=$(free_port)
-	$PY -m http.server -b 127.0.0.1 "$port" >/dev/null 2>&1 &
-	pid=$!
-	if wait_listen "$port"; then
+	if start_server -l "$port" e2e_before -- $PY -m http.server -b 127.0.0.1 "$port"; then
 		before=$(sendq "$port")
 	else
 		before=none
 	fi
-	stop $pid
+	stop $SRV_PID
 	check e2e_before "Send-Q $before, want 5" "$before" = 5
 
 	port=$(free_port)
-	"$CMD" --nodelay --backlog 4096 --log-file "$TMP/e2e-%p.log" -- \
-		$PY -m http.server -b 127.0.0.1 "$port" >/dev/null 2>"$TMP/e2e.err" &
-	pid=$!
-	if ! wait_listen "$port"; then
+	start_server -l "$port" e2e -- "$CMD" --nodelay --backlog 4096 --log-file "$TMP/e2e-%p.log" -- \
+		$PY -m http.server -b 127.0.0.1 "$port"
+	rc=$?
+	pid=$SRV_PID
+	if [ $rc != 0 ]; then
 		fail e2e_http_server "did not listen: $(head -n 3 "$TMP/e2e.err")"
 	else
 		after=$(sendq "$port")
@@ -60,13 +59,11 @@ if [ ! -x "$BIN/tserver" ] || [ ! -x "$BIN/kaclient" ]; then
 	skip e2e_tserver "no $BIN/tserver or kaclient"
 	exit 0
 fi
-"$CMD" --nodelay --backlog 4096 -- "$BIN/tserver" -b 5 -n 1 -t 10 >"$TMP/ts.out" 2>"$TMP/ts.err" &
-pid=$!
-if ! wait_file "$TMP/ts.out" '^PORT '; then
+if ! start_server ts -- "$CMD" --nodelay --backlog 4096 -- "$BIN/tserver" -b 5 -n 1 -t 10; then
 	fail e2e_tserver "no PORT line: $(head -n 3 "$TMP/ts.err")"
 	exit 0
 fi
-port=$(sed -n 's/^PORT //p' "$TMP/ts.out")
+pid=$SRV_PID port=$SRV_PORT
 after=$(sendq "$port")
 "$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$port" >/dev/null 2>&1
 wait $pid

@@ -6,14 +6,13 @@
 . "$(dirname "$0")/lib.sh"
 N=20
 
-# run NAME FAMILY: lineserver (plain) + twowrite client under the preload, with the
-# caller's exported environment.  Result JSON in $TMP/NAME.out, log in $TMP/NAME.err.
+# run NAME FAMILY: lineserver (plain, its output in $TMP/NAME.srv.*) + twowrite client
+# under the preload, with the caller's exported environment.  Result JSON in $TMP/NAME.out,
+# log in $TMP/NAME.err.
 run() {
-	$PY "$ROOT/tests/py/lineserver.py" "$2" >"$TMP/$1.port" &
-	wait_file "$TMP/$1.port" . || { echo "lineserver did not start"; return 1; }
-	host=127.0.0.1
-	[ "$2" = 6 ] && host=::1
-	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/twowrite.py" $host "$(cat "$TMP/$1.port")" $N \
+	start_server "$1.srv" -- $PY "$ROOT/tests/py/lineserver.py" "$2" ||
+		{ echo "lineserver did not start"; return 1; }
+	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/twowrite.py" "$(host_of "$2")" "$SRV_PORT" $N \
 		>"$TMP/$1.out" 2>"$TMP/$1.err"
 	wait
 }

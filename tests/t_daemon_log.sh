@@ -5,10 +5,9 @@
 # (what docs/libsocktune.7 and troubleshooting.md say).  IPv4 and IPv6.
 . "$(dirname "$0")/lib.sh"
 
-# daemon FAMILY LOGPATH: prints "PARENT pid", "DAEMON pid", "PORT n"; the daemon accepts one
-# connection (bounded: 10 s) and exits.
-daemon() {
-	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE=$2 $PY -c '
+# DAEMON, run as python3 -c "$DAEMON" FAMILY: prints "PARENT pid", "DAEMON pid PORT n"; the
+# daemon accepts one connection (bounded: 10 s) and exits.
+DAEMON='
 import os, socket, sys
 fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
 s = socket.socket(fam); s.bind(("::1" if sys.argv[1] == "6" else "127.0.0.1", 0)); s.listen(5)
@@ -18,8 +17,7 @@ if os.fork():
 os.setsid()
 print("DAEMON", os.getpid(), "PORT", s.getsockname()[1], flush=True)
 s.settimeout(10)
-c, _ = s.accept(); c.close()' "$1"
-}
+c, _ = s.accept(); c.close()'
 
 for fam in 4 6; do
 	host=127.0.0.1
@@ -28,11 +26,11 @@ for fam in 4 6; do
 		n=${mode}_v$fam
 		log=$TMP/$n.log
 		[ $mode = pid ] && log=$TMP/$n.%p.log
-		daemon $fam "$log" >"$TMP/$n.out" &
-		wait_file "$TMP/$n.out" PORT || { fail $n "no daemon"; continue; }
+		start_server $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$log" -- \
+			$PY -c "$DAEMON" $fam || { fail $n "no daemon"; continue; }
 		parent=$(sed -n 's/^PARENT //p' "$TMP/$n.out")
 		dpid=$(sed -n 's/^DAEMON \([0-9]*\) .*/\1/p' "$TMP/$n.out")
-		port=$(sed -n 's/.* PORT //p' "$TMP/$n.out")
+		port=$SRV_PORT
 		$PY -c "import socket; socket.create_connection(('$host', $port), timeout=5).close()"
 		wait
 		wait_gone "$dpid"

@@ -187,15 +187,15 @@ if [ "$(id -u)" = 0 ] && ip netns add "socktune-t$$" 2>/dev/null; then
 	ns_max=$(ip netns exec "$NS" cat /proc/sys/net/core/somaxconn)
 	for fam in 4 6; do
 		n=clamp_somaxconn_netns_v$fam
-		ip netns exec "$NS" env LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=1000 "$BIN/tserver" -"$fam" -n 1 -t 10 \
-			>"$TMP/$n.out" 2>"$TMP/$n.err" &
-		if ! wait_file "$TMP/$n.out" '^PORT '; then
+		SRV_WRAP="ip netns exec $NS" ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=1000 -- -"$fam" -n 1 -t 10
+		r=$?
+		unset SRV_WRAP
+		if [ $r != 0 ]; then
 			fail $n "tserver did not start in the namespace: $(cat "$TMP/$n.err")"
 			continue
 		fi
-		port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
-		ip netns exec "$NS" "$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$port" >/dev/null
-		wait $!
+		ip netns exec "$NS" "$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+		wait_server
 		cl=$(log_line $n clamp)
 		check $n "somaxconn=$ns_max in the namespace: TCP_INFO $(ts_val $n CONN backlog), clamp: $cl" \
 			"$ns_max" = 64 -a "$(ts_val $n CONN backlog)" = 64 -a "$(field "$cl" effective)" = 64 \

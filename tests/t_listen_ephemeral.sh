@@ -15,7 +15,7 @@ for fam in 4 6; do
 import socket
 s = socket.socket(socket.$af); s.listen(1); print('PORT', s.getsockname()[1]); s.close()" \
 		>"$TMP/unbound$fam.out" 2>"$TMP/unbound$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/unbound$fam.out")
+	port=$(port_of "$TMP/unbound$fam.out")
 	line=$(grep 'event=listen ' "$TMP/unbound$fam.err")
 	check unbound_v$fam.port "listen line $line, port $port" -n "$port" -a \
 		-n "$(printf '%s' "$line" | grep "addr=[^ ]*:$port .*port=ephemeral")"
@@ -24,7 +24,7 @@ s = socket.socket(socket.$af); s.listen(1); print('PORT', s.getsockname()[1]); s
 import socket
 s = socket.socket(socket.$af); s.bind(('$host', 0)); s.listen(1); print('PORT', s.getsockname()[1])" \
 		>"$TMP/zero$fam.out" 2>"$TMP/zero$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/zero$fam.out")
+	port=$(port_of "$TMP/zero$fam.out")
 	line=$(grep 'event=listen ' "$TMP/zero$fam.err")
 	if [ "${port:-0}" -ge "$lo" ] && [ "$port" -le "$hi" ]; then
 		check zero_v$fam.marked "listen line: $line" -n "$(printf '%s' "$line" | grep "level=info .*:$port .*port=ephemeral")"
@@ -42,7 +42,7 @@ for _ in range(20):
     except OSError:
         s.close(); continue
     s.listen(1); print('PORT', p); break" >"$TMP/fixed$fam.out" 2>"$TMP/fixed$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/fixed$fam.out")
+	port=$(port_of "$TMP/fixed$fam.out")
 	line=$(grep 'event=listen ' "$TMP/fixed$fam.err")
 	check fixed_v$fam.unmarked "listen line: $line (port $port)" -n "$port" -a \
 		-n "$(printf '%s' "$line" | grep "level=info .*:$port ")" -a \

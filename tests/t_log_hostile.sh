@@ -68,7 +68,7 @@ except BlockingIOError:
 		"$BIN/tserver" -$fam -m ka -n 1 -q 10 -r 10 -t 10 >"$TMP/$n.out" <&- 2>&- &
 	SRV_PID=$!
 	if wait_file "$TMP/$n.out" '^PORT '; then
-		port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
+		port=$(port_of "$TMP/$n.out")
 		got=$($PY -c '
 import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
@@ -120,13 +120,12 @@ print(got.hex())' "$host" "$port" 2>&1)
 	# ---- %p and fork: a child that logs (4 threads at once) opens its own file, once,
 	# and keeps no copy of its parent's
 	n=forked_$fam
-	env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" \
-		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 >"$TMP/$n.out" 2>"$TMP/$n.err" &
-	mpid=$!
-	busywait 5000 file_has "$TMP/$n.out" '^READY' 2
+	start_server $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" -- \
+		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 &&
+		busywait 5000 file_has "$TMP/$n.out" '^READY' 2
+	mpid=$SRV_PID
 	if [ "$(grep -c '^READY' "$TMP/$n.out")" = 2 ]; then
-		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
-			>/dev/null 2>&1
+		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 		bad="" logged=0
 		for p in $(sed -n 's/^PID //p' "$TMP/$n.out"); do
 			[ -f "$TMP/$n.$p.log" ] || continue

@@ -3,7 +3,6 @@
 # modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
 . "$(dirname "$0")/lib.sh"
-OPTSERVER=$ROOT/tests/py/optserver.py
 
 # jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.
 jget() {
@@ -64,14 +63,7 @@ done
 if command -v strace >/dev/null; then
 	(
 		export SOCKTUNE_NODELAY=1 SOCKTUNE_KEEPALIVE=1 SOCKTUNE_TOS=lowdelay
-		LD_PRELOAD=$LIB strace -f -qq -e trace=setsockopt -o "$TMP/strace.txt" \
-			$PY "$OPTSERVER" --count 6 >"$TMP/st.out" 2>"$TMP/st.err" &
-		wait_file "$TMP/st.out" port
-		port=$(jget "$TMP/st.out" 1 port)
-		for i in 1 2 3 4 5 6; do
-			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		done
-		wait
+		SRV_WRAP="strace -f -qq -e trace=setsockopt -o $TMP/strace.txt" opt_serve st 4 6
 	)
 	n=$(grep -c 'setsockopt(' "$TMP/strace.txt")
 	# SO_REUSEADDR by the app, then NODELAY, KEEPALIVE, TOS on the listener: 4, not 4 + 6k.
@@ -130,14 +122,7 @@ expect rcvbuf-force.privileged "$TMP/force.out" 2 rcvbuf $((big * 2))
 if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw true 2>/dev/null; then
 	(
 		export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1 SOCKTUNE_MARK=7 SOCKTUNE_NODELAY=1
-		LD_PRELOAD=$LIB setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw \
-			$PY "$OPTSERVER" --count 2 >"$TMP/unpriv.out" 2>"$TMP/unpriv.err" &
-		wait_file "$TMP/unpriv.out" port
-		port=$(jget "$TMP/unpriv.out" 1 port)
-		for i in 1 2; do
-			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		done
-		wait
+		SRV_WRAP="setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw" opt_serve unpriv 4 2
 	)
 	expect unprivileged.rcvbuf-fallback "$TMP/unpriv.out" 2 rcvbuf $((rmem_max * 2))
 	expect unprivileged.mark-unset "$TMP/unpriv.out" 2 mark 0

@@ -82,12 +82,11 @@ while True:
 '
 for how in recvfrom recvmsg readv; do
 	n=py_$how
-	LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 timeout 20 "$PY" -c "$PYSRV" $how >"$TMP/$n.out" 2>"$TMP/$n.err" &
-	if ! wait_file "$TMP/$n.out" '^PORT '; then
+	if ! start_server $n LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- timeout 20 "$PY" -c "$PYSRV" $how; then
 		fail quickack_$how "python server did not start: $(cat "$TMP/$n.err")"
 		continue
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")")
-	wait $!
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$SRV_PORT")
+	wait_server
 	check quickack_$how "with QUICKACK and $how: $RES" "$(kc_val "$RES" done)" = $N -a "$(kc_val "$RES" over)" -le 5
 done

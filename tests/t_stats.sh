@@ -11,11 +11,9 @@ N=20
 # then it accepts them.  MODE: exit (normal exit) or hang (waits to be killed).
 hold() {
 	rm -f "$TMP/go"
-	SOCKTUNE_STATS="$TMP/$1.%p" SOCKTUNE_BACKLOG=64 LD_PRELOAD=$LIB \
-		$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" $N "$2" >"$TMP/$1.out" 2>"$TMP/$1.err" &
-	HPID=$!
-	wait_file "$TMP/$1.out" . || return 1
-	port=$(head -n 1 "$TMP/$1.out")
+	start_server "$1" SOCKTUNE_STATS="$TMP/$1.%p" SOCKTUNE_BACKLOG=64 LD_PRELOAD="$LIB" -- \
+		$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" $N "$2" || return 1
+	HPID=$SRV_PID port=$SRV_PORT
 	$PY -c '
 import os, socket, sys, time
 cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5) for _ in range(int(sys.argv[2]))]
@@ -89,13 +87,12 @@ check stats.watch "$n tables from --watch 1 --count 2" "$n" -eq 2
 # whose counters live in its own memory, runs on (its snapshots stop: the path now names
 # another inode) and the file at the path stays whole ----
 rm -f "$TMP/go"
-SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD=$LIB $PY "$ROOT/tests/py/holdserver.py" "$TMP/go" 1 hang \
-	>"$TMP/first.out" 2>"$TMP/first.err" &
-first=$!
-wait_file "$TMP/first.out" . && wait_file "$TMP/first.err" 'event=stats'
+start_server first SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD="$LIB" -- \
+	$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" 1 hang && wait_file "$TMP/first.err" 'event=stats'
+first=$SRV_PID
 SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD=$LIB $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(1)' 2>"$TMP/second.err"
 touch "$TMP/go"
-$PY -c "import socket; socket.create_connection(('127.0.0.1', $(head -n 1 "$TMP/first.out")), timeout=5)" 2>/dev/null
+$PY -c "import socket; socket.create_connection(('127.0.0.1', $SRV_PORT), timeout=5)" 2>/dev/null
 wait_file "$TMP/first.out" accepted
 check stats.shared-path-survives "first server: $(cat "$TMP/first.out" "$TMP/first.err" | tail -n 3)" \
 	-n "$(grep accepted "$TMP/first.out")" -a -n "$(kill -0 $first 2>/dev/null && echo alive)"

@@ -149,7 +149,7 @@ for fam in 4 6; do
 	wait $rpid
 	rc=$?
 	j=$TMP/reload$fam.json
-	port=$(sed -n 's/^PORT //p' "$TMP/reload$fam.out")
+	port=$(port_of "$TMP/reload$fam.out")
 	nl=$($PY -c 'import json,sys; print(len(json.load(sys.stdin)["listeners"]))' <"$j" 2>/dev/null)
 	check stats-hostile.reload-last-counted.ip$fam "status $rc, $nl listeners, $(head -c 400 "$j")" \
 		"$rc" = 0 -a "$nl" = 1 -a "$(jkey listeners.0.port <"$j")" = "$port" -a \
@@ -192,11 +192,9 @@ conns=${ST_STRESS_CONNS:-2000}
 [ "$conns" -gt 2000 ] && conns=2000
 for fam in 4 6; do
 	F=$TMP/prefork$fam
-	SOCKTUNE_STATS=$F LD_PRELOAD=$LIB "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 \
-		>"$TMP/prefork$fam.out" 2>"$TMP/prefork$fam.err" &
-	spid=$!
-	busywait 10000 file_has "$TMP/prefork$fam.out" '^READY' 2
-	port=$(sed -n 's/^PORT //p' "$TMP/prefork$fam.out")
+	start_server prefork$fam SOCKTUNE_STATS="$F" LD_PRELOAD="$LIB" -- "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 &&
+		busywait 10000 file_has "$TMP/prefork$fam.out" '^READY' 2
+	spid=$SRV_PID port=$SRV_PORT
 	"$BIN/loadgen" -n "$conns" -c 16 -r 1 -w 10 -T 120 "$(host_of $fam)" "$port" >"$TMP/prefork$fam.load" 2>&1
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.live" 2>&1
 	# mtserver ends with _exit() (no destructor), like a killed server: the file holds the

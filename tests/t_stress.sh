@@ -27,11 +27,9 @@ stress() {
 	n=$1 fam=$2 host=$3 conns=$4
 	shift 4
 	# shellcheck disable=SC2086
-	env LD_PRELOAD="$LIB" $TUNE "$BIN/mtserver" -"$fam" -P 2 -t 4 -N 1 -B 524288 -T 120 "$@" \
-		>"$TMP/$n.out" 2>"$TMP/$n.err" &
-	spid=$!
-	busywait 10000 file_has "$TMP/$n.out" '^READY' 2
-	port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
+	start_server "$n" LD_PRELOAD="$LIB" $TUNE -- "$BIN/mtserver" -"$fam" -P 2 -t 4 -N 1 -B 524288 -T 120 "$@" &&
+		busywait 10000 file_has "$TMP/$n.out" '^READY' 2
+	spid=$SRV_PID port=$SRV_PORT
 	pids=$(sed -n 's/^PID //p' "$TMP/$n.out")
 	if [ -z "$port" ] || [ "$(echo $pids | wc -w)" -ne 2 ]; then
 		fail "$n" "server did not start: $(cat "$TMP/$n.out" "$TMP/$n.err")"
