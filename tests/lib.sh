@@ -85,6 +85,19 @@ field() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
+# json_get FILE|- PATH [LINE]: the value at the dotted PATH (a number indexes a list:
+# listeners.0.port) of the JSON document in FILE ("-": stdin) or, with LINE, of the one on
+# line LINE (1-based) of FILE, printed as python prints it (True, False, None); nothing and
+# status 1 when there is no such value.
+json_get() {
+	$PY -c 'import json, sys
+f = sys.stdin if sys.argv[1] == "-" else open(sys.argv[1])
+d = json.loads(f.read().splitlines()[int(sys.argv[3]) - 1]) if len(sys.argv) > 3 else json.load(f)
+for k in sys.argv[2].split("."):
+    d = d[int(k)] if isinstance(d, list) else d[k]
+print(d)' "$@" 2>/dev/null
+}
+
 # ---- servers: started one way, in the background ----
 
 # host_of 4|6: the loopback address of the family.

@@ -17,10 +17,6 @@ run() {
 	wait
 }
 
-key() {
-	$PY -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null
-}
-
 for fam in 4 6; do
 	(
 		export SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=256K
@@ -28,17 +24,17 @@ for fam in 4 6; do
 		SOCKTUNE_CLIENT=1 run on$fam $fam
 		SOCKTUNE_CLIENT=1 SOCKTUNE_CLIENT_PORTS=1-2 run excluded$fam $fam
 	)
-	off=$(key "$TMP/off$fam.out" over)
-	on=$(key "$TMP/on$fam.out" over)
-	ex=$(key "$TMP/excluded$fam.out" over)
+	off=$(json_get "$TMP/off$fam.out" over)
+	on=$(json_get "$TMP/on$fam.out" over)
+	ex=$(json_get "$TMP/excluded$fam.out" over)
 	echo "v$fam: requests over 20 ms of $N: client off $off, on $on, port excluded $ex"
 	# Without SOCKTUNE_CLIENT nothing about outgoing connections changes.
-	check client.v$fam.off.untouched "nodelay $(key "$TMP/off$fam.out" nodelay)" "$(key "$TMP/off$fam.out" nodelay)" = 0
+	check client.v$fam.off.untouched "nodelay $(json_get "$TMP/off$fam.out" nodelay)" "$(json_get "$TMP/off$fam.out" nodelay)" = 0
 	check client.v$fam.off.stalls "only ${off:-?} of $N stalled without tuning" "${off:-0}" -ge $((N / 2))
-	check client.v$fam.on.nodelay "nodelay $(key "$TMP/on$fam.out" nodelay)" "$(key "$TMP/on$fam.out" nodelay)" = 1
-	check client.v$fam.on.rcvbuf "rcvbuf $(key "$TMP/on$fam.out" rcvbuf)" "$(key "$TMP/on$fam.out" rcvbuf)" = 524288
+	check client.v$fam.on.nodelay "nodelay $(json_get "$TMP/on$fam.out" nodelay)" "$(json_get "$TMP/on$fam.out" nodelay)" = 1
+	check client.v$fam.on.rcvbuf "rcvbuf $(json_get "$TMP/on$fam.out" rcvbuf)" "$(json_get "$TMP/on$fam.out" rcvbuf)" = 524288
 	check client.v$fam.on.no-stall "${on:-?} of $N stalled with SOCKTUNE_CLIENT" "${on:-99}" -le 2
-	check client.v$fam.ports.excluded "nodelay $(key "$TMP/excluded$fam.out" nodelay)" "$(key "$TMP/excluded$fam.out" nodelay)" = 0
+	check client.v$fam.ports.excluded "nodelay $(json_get "$TMP/excluded$fam.out" nodelay)" "$(json_get "$TMP/excluded$fam.out" nodelay)" = 0
 	n=$(grep -c 'level=info event=client .*first_for_port=1' "$TMP/on$fam.err")
 	check client.v$fam.logged-once "$n info lines for the port, want 1" "$n" -eq 1
 	check client.v$fam.off.silent "log: $(cat "$TMP/off$fam.err")" ! -s "$TMP/off$fam.err"

@@ -4,17 +4,9 @@
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
 . "$(dirname "$0")/lib.sh"
 
-# jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.
-jget() {
-	$PY -c 'import json,sys
-d=json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])-1])
-for k in sys.argv[3].split("."): d=d[k]
-print(d)' "$1" "$2" "$3" 2>/dev/null
-}
-
-# expect NAME FILE LINE KEY VALUE
+# expect NAME FILE LINE KEY VALUE: PASS when KEY of the JSON line LINE of FILE is VALUE.
 expect() {
-	got=$(jget "$2" "$3" "$4")
+	got=$(json_get "$2" "$4" "$3")
 	if [ "$got" = "$5" ]; then pass "$1"; else fail "$1" "$4 is '$got', want '$5'"; fi
 }
 
@@ -51,7 +43,7 @@ for fam in 4 6; do
 	# Listener-only options, read back on the listener by the server itself.
 	expect "options.v$fam.listener.fastopen" "$f" 1 listener.fastopen 64
 	expect "options.v$fam.listener.reuseport" "$f" 1 listener.reuseport 1
-	da=$(jget "$f" 1 listener.defer_accept)
+	da=$(json_get "$f" listener.defer_accept 1)
 	check "options.v$fam.listener.defer_accept" "TCP_DEFER_ACCEPT reads $da, want >= 5" "${da:-0}" -ge 5
 	line=$(grep 'event=listen ' "$TMP/all$fam.err")
 	check "options.v$fam.log" "listen line lacks keys: $line" -n "$(printf '%s' "$line" |
@@ -108,7 +100,7 @@ check precedence.app.listen-line "listen line should say rcvbuf=app" -n "$(grep 
 expect dry.backlog "$TMP/dry.out" 1 listener.backlog 5
 expect dry.nodelay "$TMP/dry.out" 2 nodelay 0
 expect dry.keepalive "$TMP/dry.out" 2 keepalive 0
-expect dry.rcvbuf-untouched "$TMP/dry.out" 2 rcvbuf "$(jget "$TMP/plain.out" 2 rcvbuf)"
+expect dry.rcvbuf-untouched "$TMP/dry.out" 2 rcvbuf "$(json_get "$TMP/plain.out" rcvbuf 2)"
 line=$(grep 'event=listen ' "$TMP/dry.err")
 check dry.logged "listen line: $line" -n "$(printf '%s' "$line" | grep 'dry_run=1' | grep 'backlog.want=1000' | grep 'rcvbuf.want=1048576')"
 

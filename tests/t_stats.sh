@@ -26,27 +26,20 @@ while time.monotonic() < deadline and "accepted" not in open(sys.argv[4]).read()
 	STATS="$TMP/$1.$HPID"
 }
 
-jkey() {
-	$PY -c 'import json,sys
-d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
-print(d)' "$1" 2>/dev/null
-}
-
 # ---- a normal exit: counters, peak, summary line ----
 hold normal exit
 wait $HPID
 if [ -f "$STATS" ]; then
 	"$CLI" stats --json "$STATS" >"$TMP/normal.json"
-	check stats.accepted "accepted $(jkey listeners.0.accepted <"$TMP/normal.json"), want $N" \
-		"$(jkey listeners.0.accepted <"$TMP/normal.json")" = $N
-	peak=$(jkey listeners.0.queue_peak <"$TMP/normal.json")
+	check stats.accepted "accepted $(json_get "$TMP/normal.json" listeners.0.accepted), want $N" \
+		"$(json_get "$TMP/normal.json" listeners.0.accepted)" = $N
+	peak=$(json_get "$TMP/normal.json" listeners.0.queue_peak)
 	# the first accept samples the queue with the other N-1 still in it
 	check stats.queue-peak "queue_peak $peak after a held burst of $N" "${peak:-0}" -ge $((N / 2))
-	check stats.backlog "backlog $(jkey listeners.0.backlog <"$TMP/normal.json"), want 64" \
-		"$(jkey listeners.0.backlog <"$TMP/normal.json")" = 64
-	check stats.port "port $(jkey listeners.0.port <"$TMP/normal.json"), want $port" \
-		"$(jkey listeners.0.port <"$TMP/normal.json")" = "$port"
+	check stats.backlog "backlog $(json_get "$TMP/normal.json" listeners.0.backlog), want 64" \
+		"$(json_get "$TMP/normal.json" listeners.0.backlog)" = 64
+	check stats.port "port $(json_get "$TMP/normal.json" listeners.0.port), want $port" \
+		"$(json_get "$TMP/normal.json" listeners.0.port)" = "$port"
 	n=$(grep -c "event=summary .*accepted=$N " "$TMP/normal.err")
 	check stats.summary "$n summary lines with accepted=$N, want 1: $(grep summary "$TMP/normal.err")" "$n" -eq 1
 else
@@ -65,8 +58,8 @@ else
 fi
 "$CLI" stats --json "$STATS" >"$TMP/killed.json" 2>&1
 check stats.json-parses "json: $(head -c 300 "$TMP/killed.json")" \
-	-n "$(jkey process.quickack_rearms <"$TMP/killed.json")" -a \
-	-n "$(jkey listeners.0.queue_last <"$TMP/killed.json")" -a -n "$(jkey listeners.0.addr <"$TMP/killed.json")"
+	-n "$(json_get "$TMP/killed.json" process.quickack_rearms)" -a \
+	-n "$(json_get "$TMP/killed.json" listeners.0.queue_last)" -a -n "$(json_get "$TMP/killed.json" listeners.0.addr)"
 check stats.no-summary-on-kill "summary after SIGKILL?" -z "$(grep event=summary "$TMP/killed.err")"
 
 # ---- a file from another version is refused, with a clear message ----

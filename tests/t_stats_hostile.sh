@@ -8,13 +8,6 @@
 CLI=$B/socktune
 PROBE=$BIN/statsprobe
 
-jkey() {
-	$PY -c 'import json,sys
-d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
-print(d)' "$1" 2>/dev/null
-}
-
 # warns NAME: the number of level=warn lines in $TMP/NAME.err
 warns() {
 	count_lines "$TMP/$1.err" 'level=warn'
@@ -83,7 +76,7 @@ for fam in 4 6; do
 		"$rc" = 0 -a -n "$(grep '^DONE conns=9' "$TMP/trunc$fam.out")"
 	"$CLI" stats --json "$F" >"$TMP/trunc$fam.json" 2>&1
 	check stats-hostile.truncated-rewritten.ip$fam "$(head -c 300 "$TMP/trunc$fam.json")" \
-		"$(jkey listeners.0.accepted <"$TMP/trunc$fam.json")" = 9
+		"$(json_get "$TMP/trunc$fam.json" listeners.0.accepted)" = 9
 
 	# ---- paths that are not stats files: refused, left exactly as they were ----
 	printf 'precious\n\001\002 not a stats file\n' >"$TMP/orig"
@@ -152,12 +145,12 @@ for fam in 4 6; do
 	port=$(port_of "$TMP/reload$fam.out")
 	nl=$($PY -c 'import json,sys; print(len(json.load(sys.stdin)["listeners"]))' <"$j" 2>/dev/null)
 	check stats-hostile.reload-last-counted.ip$fam "status $rc, $nl listeners, $(head -c 400 "$j")" \
-		"$rc" = 0 -a "$nl" = 1 -a "$(jkey listeners.0.port <"$j")" = "$port" -a \
-		"$(jkey listeners.0.accepted <"$j")" = 3 -a "$(jkey listeners.0.closed <"$j")" = False
+		"$rc" = 0 -a "$nl" = 1 -a "$(json_get "$j" listeners.0.port)" = "$port" -a \
+		"$(json_get "$j" listeners.0.accepted)" = 3 -a "$(json_get "$j" listeners.0.closed)" = False
 	check stats-hostile.reload-retired.ip$fam "$(head -c 400 "$j")" \
-		"$(jkey process.retired_listeners <"$j")" = 300 -a "$(jkey process.retired_accepted <"$j")" = 300
-	check stats-hostile.live-read.ip$fam "source $(jkey source <"$j"), $fds descriptors on the file" \
-		"$(jkey source <"$j")" = live -a "$fds" = 0
+		"$(json_get "$j" process.retired_listeners)" = 300 -a "$(json_get "$j" process.retired_accepted)" = 300
+	check stats-hostile.live-read.ip$fam "source $(json_get "$j" source), $fds descriptors on the file" \
+		"$(json_get "$j" source)" = live -a "$fds" = 0
 
 	# ---- a thread with a small stack calls listen() and accept() ----
 	if [ -n "${ST_SANITIZER:-}" ]; then
@@ -171,7 +164,7 @@ for fam in 4 6; do
 			"$CLI" stats --json "$TMP/stack$fam" >"$TMP/stack$fam.json" 2>&1
 			check stats-hostile.small-stack-${k}k.ip$fam "status $rc: $(cat "$TMP/stack$fam.err")" \
 				"$rc" = 0 -a -n "$(grep '^OK' "$TMP/stack$fam.out")" -a \
-				"$(jkey listeners.0.accepted <"$TMP/stack$fam.json")" = 3
+				"$(json_get "$TMP/stack$fam.json" listeners.0.accepted)" = 3
 		done
 	fi
 
@@ -208,9 +201,9 @@ for fam in 4 6; do
 	rc=$?
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.snap" 2>&1
 	check stats-hostile.prefork-threads-live.ip$fam "status $rc, $(cat "$TMP/prefork$fam.load") $(head -c 300 "$TMP/prefork$fam.live")" \
-		"$rc" = 0 -a "$(jkey source <"$TMP/prefork$fam.live")" = live -a \
-		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.live")" = "$conns"
+		"$rc" = 0 -a "$(json_get "$TMP/prefork$fam.live" source)" = live -a \
+		"$(json_get "$TMP/prefork$fam.live" listeners.0.accepted)" = "$conns"
 	check stats-hostile.prefork-threads-snapshot.ip$fam "$(cat "$TMP/prefork$fam.snap" "$TMP/prefork$fam.out" "$TMP/prefork$fam.err")" \
-		"$(jkey source <"$TMP/prefork$fam.snap")" = snapshot -a \
-		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.snap")" = $((conns + 1))
+		"$(json_get "$TMP/prefork$fam.snap" source)" = snapshot -a \
+		"$(json_get "$TMP/prefork$fam.snap" listeners.0.accepted)" = $((conns + 1))
 done
