@@ -13,8 +13,10 @@ LIB=$LIB_SO              # what tests put in LD_PRELOAD
 BIN=${ST_BIN:-$B/tests/bin}
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
-# Everything a test starts in the background is killed on exit.
-trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
+# Everything a test starts in the background is killed on exit, then its namespaces and
+# files go.
+trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
@@ -96,6 +98,34 @@ d = json.loads(f.read().splitlines()[int(sys.argv[3]) - 1]) if len(sys.argv) > 3
 for k in sys.argv[2].split("."):
     d = d[int(k)] if isinstance(d, list) else d[k]
 print(d)' "$@" 2>/dev/null
+}
+
+# ---- network namespaces (a test that needs more than 127.0.0.1 and ::1 makes its own) ----
+
+# setup_ns VAR...: for each VAR a new network namespace, its name in $VAR (st-VAR-PID-XXXXXX:
+# unique), its loopback up; removed on exit unless cleanup_ns removed it first.  Returns 1
+# at the first that cannot be made (not root, no ip netns), with the ones made registered.
+setup_ns() {
+	for _ns_var in "$@"; do
+		_ns_name=st-$_ns_var-$$-$(mktemp -u XXXXXX)
+		ip netns add "$_ns_name" || return 1
+		NS_LIST="$NS_LIST $_ns_name"
+		ip -n "$_ns_name" link set lo up || return 1
+		eval "$_ns_var=\$_ns_name"
+	done
+}
+
+# cleanup_ns NAME...: remove these network namespaces now; returns 1 when one would not go.
+cleanup_ns() {
+	_ns_rc=0 _ns_keep=""
+	for _ns in "$@"; do
+		ip netns del "$_ns" 2>/dev/null || _ns_rc=1
+	done
+	for _ns in $NS_LIST; do
+		case " $* " in *" $_ns "*) ;; *) _ns_keep="$_ns_keep $_ns" ;; esac
+	done
+	NS_LIST=$_ns_keep
+	return $_ns_rc
 }
 
 # ---- servers: started one way, in the background ----

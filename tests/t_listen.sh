@@ -4,9 +4,6 @@
 # *.effective values and with an untuned run; clamps against the host's sysctls.
 . "$(dirname "$0")/lib.sh"
 
-NS=""
-trap '[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null; for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
-
 # run NAME FAMILY [VAR=value...] -- [tserver args]: tserver serving 2 connections, and the
 # client that makes them.  Fails the test NAME when the server does not come up.
 run() {
@@ -180,9 +177,7 @@ else
 fi
 
 # backlog clamp against a lowered somaxconn, in a network namespace of our own
-if [ "$(id -u)" = 0 ] && ip netns add "socktune-t$$" 2>/dev/null; then
-	NS="socktune-t$$"
-	ip -n "$NS" link set lo up
+if [ "$(id -u)" = 0 ] && setup_ns NS 2>/dev/null; then
 	ip netns exec "$NS" sh -c 'echo 64 > /proc/sys/net/core/somaxconn'
 	ns_max=$(ip netns exec "$NS" cat /proc/sys/net/core/somaxconn)
 	for fam in 4 6; do
@@ -201,7 +196,7 @@ if [ "$(id -u)" = 0 ] && ip netns add "socktune-t$$" 2>/dev/null; then
 			"$ns_max" = 64 -a "$(ts_val $n CONN backlog)" = 64 -a "$(field "$cl" effective)" = 64 \
 			-a "$(field "$cl" limit)" = "net.core.somaxconn:64" -a "$(field "$cl" want)" = 1000
 	done
-	ip netns del "$NS" && NS=""
+	cleanup_ns "$NS"
 else
 	skip clamp_somaxconn_netns "cannot create a network namespace (needs root and ip netns)"
 fi
