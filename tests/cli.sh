@@ -12,7 +12,7 @@
 #   probe kill             die of SIGTERM
 #   probe args ARG...      print the arguments, one a line
 #   anything else          exit 0 (e.g. run as a #! interpreter)
-CMD=$B/socktune
+CMD=$CLI
 CC=${CC:-cc}
 for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 unset LD_PRELOAD

@@ -5,6 +5,7 @@ ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 LIB_SO=$B/libsocktune.so # the file itself
+CLI=$B/socktune          # the command
 LIB=$LIB_SO              # what tests put in LD_PRELOAD
 # Sanitizer builds (make asan, make tsan): the sanitizer runtime must be the first object
 # in LD_PRELOAD, ahead of the library built with it (docs/hardening.md).

@@ -5,7 +5,6 @@
 # action=refused; --log-level error keeps a warning out of the file.
 . "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 PROG=$B/socktune-static # a statically linked program that exits at once
 [ -x "$PROG" ] || { skip cli-warnlog "$PROG not built"; exit 0; }
 

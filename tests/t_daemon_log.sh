@@ -20,8 +20,7 @@ s.settimeout(10)
 c, _ = s.accept(); c.close()'
 
 for fam in 4 6; do
-	host=127.0.0.1
-	[ "$fam" = 6 ] && host=::1
+	host=$(host_of $fam)
 	for mode in pid shared; do
 		n=${mode}_v$fam
 		log=$TMP/$n.log

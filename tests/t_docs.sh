@@ -10,7 +10,6 @@
 # silently stopped matching anything is itself a failure.
 . "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 cd "$ROOT" || exit 1
 
 # ---- what the code reads ----

@@ -13,7 +13,6 @@
 # refusal: it must exit 2 and print MESSAGE.  `socktune stats FILE` needs a live file: skipped.
 . "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 [ -x "$CLI" ] || { fail examples "$CLI not built"; exit 0; }
 cd "$ROOT" || exit 1
 

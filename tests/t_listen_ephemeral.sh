@@ -8,8 +8,8 @@
 lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range)
 hi=$(awk '{ print $2 }' /proc/sys/net/ipv4/ip_local_port_range)
 for fam in 4 6; do
-	af=AF_INET host=127.0.0.1
-	[ "$fam" = 6 ] && af=AF_INET6 host=::1
+	af=AF_INET host=$(host_of $fam)
+	[ "$fam" = 6 ] && af=AF_INET6
 	# listen() without bind(): the kernel binds it to the wildcard and an ephemeral port
 	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 $PY -c "
 import socket

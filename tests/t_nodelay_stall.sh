@@ -17,8 +17,7 @@ done
 over() {
 	fam=$1
 	shift
-	host=127.0.0.1
-	[ "$fam" = 6 ] && host=::1
+	host=$(host_of "$fam")
 	p=$(free_port)
 	env BENCH_LIFETIME=20 "$@" "$BB/bsrv" pub "$host" "$p" 2>>"$TMP/srv.err" &
 	sp=$!

@@ -4,7 +4,6 @@
 # the file stays readable after SIGKILL, --json parses, a file of another version is
 # refused, and a normal exit logs one event=summary line per listener.
 . "$(dirname "$0")/lib.sh"
-CLI=$B/socktune
 N=20
 
 # hold NAME MODE: holdserver under the preload; N connections held open while it waits,

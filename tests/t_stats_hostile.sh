@@ -5,7 +5,6 @@
 # with a 16-24 KiB stack, and the exit summary after main() called pthread_exit().  Each
 # case on IPv4 and IPv6; each asserts the server kept serving and what became of the file.
 . "$(dirname "$0")/lib.sh"
-CLI=$B/socktune
 PROBE=$BIN/statsprobe
 
 # warns NAME: the number of level=warn lines in $TMP/NAME.err
