@@ -19,6 +19,7 @@ NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
 # files go.
 trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 
+# pass NAME, fail NAME WHY, skip NAME WHY: one result line.
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
@@ -30,7 +31,8 @@ check() {
 	if [ "$@" ]; then pass "$name"; else fail "$name" "$what"; fi
 }
 
-# A free TCP port on 127.0.0.1 (the kernel picks it; a race with another test is unlikely).
+# free_port: a free TCP port on 127.0.0.1 (the kernel picks it; a race with another test is
+# unlikely).
 free_port() {
 	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -51,10 +53,15 @@ busywait() {
 	return 1
 }
 
+# count_lines FILE PATTERN: number of lines matching (0 when none or no file).
+count_lines() {
+	_c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${_c:-0}"
+}
+
 # file_has FILE PATTERN [N]: true when FILE has at least N (default 1) lines matching PATTERN.
 file_has() {
-	_fh_c=$(grep -c -e "$2" "$1" 2>/dev/null)
-	[ "${_fh_c:-0}" -ge "${3:-1}" ]
+	[ "$(count_lines "$1" "$2")" -ge "${3:-1}" ]
 }
 
 # listening PORT: true when something listens on TCP PORT (v4 or v6), as ss sees it.
@@ -195,9 +202,9 @@ wait_server() {
 
 # ---- the project's test servers: tserver, kaclient, tests/py/optserver.py ----
 
-# ts_start NAME [VAR=value...] -- [tserver args...]: start_server for tserver; put
-# LD_PRELOAD=$LIB in the environment to preload.  TS_CMD, when set, replaces the tserver
-# command (words: a program and its first arguments).
+# ts_start NAME [VAR=value...] -- [tserver args...]: start_server for tserver (its PORT line
+# within 5 s); put LD_PRELOAD=$LIB in the environment to preload.  TS_CMD, when set,
+# replaces the tserver command (words: a program and its first arguments).
 ts_start() {
 	_ts_name=$1
 	shift
@@ -221,8 +228,8 @@ ts_start() {
 }
 
 # ts_serve NAME FAMILY CONNS [VAR=value...] -- [tserver args]: ts_start, then CONNS
-# connections from kaclient (its line in $TMP/NAME.client), then wait_server.  Fails the test
-# NAME when the server does not come up.
+# connections from kaclient (within 5 s; its line in $TMP/NAME.client), then wait_server.
+# Fails the test NAME when the server does not come up.
 ts_serve() {
 	_sn=$1 _sfam=$2 _sc=$3
 	shift 3
@@ -252,16 +259,11 @@ log_line() {
 	grep "^socktune .* event=$2\( \|$\)" "$TMP/$1.err" | head -n 1
 }
 
-# count_lines FILE PATTERN: number of lines matching (0 when none or no file).
-count_lines() {
-	_c=$(grep -c "$2" "$1" 2>/dev/null)
-	echo "${_c:-0}"
-}
-
 # opt_serve NAME FAMILY COUNT [optserver args]: start_server for tests/py/optserver.py
 # under the preload (the caller exports the environment; SRV_WRAP as for start_server),
-# then COUNT connections that each send a byte and read one, then wait_server; its output
-# in $TMP/NAME.out (JSON lines) and $TMP/NAME.err.  Fails NAME when no server came up.
+# then COUNT connections that each send a byte and read one (5 s each), then wait_server
+# (optserver gives up after 20 s); its output in $TMP/NAME.out (JSON lines) and
+# $TMP/NAME.err.  Fails NAME when no server came up.
 opt_serve() {
 	_on=$1 _of=$2 _oc=$3
 	shift 3
