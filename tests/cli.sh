@@ -1,4 +1,6 @@
-# Shared by the tests/t_cli*.sh scripts (POSIX sh), sourced after tests/lib.sh.
+# The fixture of the tests/t_cli*.sh scripts (POSIX sh), sourced right after lib.sh.  Not a
+# part of lib.sh: sourcing it does things (it clears SOCKTUNE_* and LD_PRELOAD from the
+# environment and compiles PROBE) that only the tests of the command want.
 # CMD is the command under test.  PROBE is a tiny program built here with $CC, the
 # compiler of the build under test, so that a musl build preloads its musl library into a
 # musl program (a musl libsocktune cannot be preloaded into Debian's glibc sh or python3):
@@ -10,7 +12,7 @@
 #   probe kill             die of SIGTERM
 #   probe args ARG...      print the arguments, one a line
 #   anything else          exit 0 (e.g. run as a #! interpreter)
-CMD=$B/socktune
+CMD=$CLI
 CC=${CC:-cc}
 for v in $(env | sed -n 's/^\(SOCKTUNE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 unset LD_PRELOAD

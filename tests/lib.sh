@@ -1,9 +1,11 @@
-# Shared by the tests/t_*.sh scripts (POSIX sh).  Source it: . "$ROOT/tests/lib.sh"
+# The helper library of the tests/t_*.sh scripts (POSIX sh), the one file they source, as
+# their first command:  . "$(dirname "$0")/lib.sh"
 # Results are lines: PASS name / FAIL name: why / SKIP name: why (counted by tests/run.sh).
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 LIB_SO=$B/libsocktune.so # the file itself
+CLI=$B/socktune          # the command
 LIB=$LIB_SO              # what tests put in LD_PRELOAD
 # Sanitizer builds (make asan, make tsan): the sanitizer runtime must be the first object
 # in LD_PRELOAD, ahead of the library built with it (docs/hardening.md).
@@ -12,9 +14,12 @@ LIB=$LIB_SO              # what tests put in LD_PRELOAD
 BIN=${ST_BIN:-$B/tests/bin}
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
-# Everything a test starts in the background is killed on exit.
-trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
+# Everything a test starts in the background is killed on exit, then its namespaces and
+# files go.
+trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 
+# pass NAME, fail NAME WHY, skip NAME WHY: one result line.
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
@@ -26,34 +31,251 @@ check() {
 	if [ "$@" ]; then pass "$name"; else fail "$name" "$what"; fi
 }
 
-# A free TCP port on 127.0.0.1 (the kernel picks it; a race with another test is unlikely).
+# free_port: a free TCP port on 127.0.0.1 (the kernel picks it; a race with another test is
+# unlikely).
 free_port() {
 	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_listen PORT: until something listens on PORT (v4 or v6), at most 5 s.
-wait_listen() {
-	i=0
-	while [ $i -lt 100 ]; do
-		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+# ---- waits: every one bounded, its timeout an argument ----
+
+# busywait TIMEOUT_MS CMD...: run CMD until it succeeds, every 50 ms, for TIMEOUT_MS at
+# least (TIMEOUT_MS/50 sleeps, then one last try); the status of the last try.
+busywait() {
+	_bw_n=$(($1 / 50))
+	shift
+	"$@" && return 0
+	while [ "$_bw_n" -gt 0 ]; do
 		sleep 0.05
-		i=$((i + 1))
+		"$@" && return 0
+		_bw_n=$((_bw_n - 1))
 	done
 	return 1
 }
 
-# wait_file FILE PATTERN: until FILE has a line matching PATTERN, at most 5 s.
+# count_lines FILE PATTERN: number of lines matching (0 when none or no file).
+count_lines() {
+	_c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${_c:-0}"
+}
+
+# file_has FILE PATTERN [N]: true when FILE has at least N (default 1) lines matching PATTERN.
+file_has() {
+	[ "$(count_lines "$1" "$2")" -ge "${3:-1}" ]
+}
+
+# listening PORT: true when something listens on TCP PORT (v4 or v6), as ss sees it.
+listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# gone PID: true when no process PID is left.
+gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# wait_listen PORT [SECONDS]: until something listens on PORT; at most SECONDS (default 5).
+wait_listen() {
+	busywait $((${2:-5} * 1000)) listening "$1"
+}
+
+# wait_file FILE PATTERN [SECONDS]: until FILE has a line matching PATTERN; at most SECONDS
+# (default 5).
 wait_file() {
-	i=0
-	while [ $i -lt 100 ]; do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
+	busywait $((${3:-5} * 1000)) file_has "$1" "$2"
+}
+
+# wait_gone PID [SECONDS]: until process PID is gone; at most SECONDS (default 5).
+wait_gone() {
+	busywait $((${2:-5} * 1000)) gone "$1"
 }
 
 # field LINE KEY: the value of key=value in a logfmt line.
 field() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# json_get FILE|- PATH [LINE]: the value at the dotted PATH (a number indexes a list:
+# listeners.0.port) of the JSON document in FILE ("-": stdin) or, with LINE, of the one on
+# line LINE (1-based) of FILE, printed as python prints it (True, False, None); nothing and
+# status 1 when there is no such value.
+json_get() {
+	$PY -c 'import json, sys
+f = sys.stdin if sys.argv[1] == "-" else open(sys.argv[1])
+d = json.loads(f.read().splitlines()[int(sys.argv[3]) - 1]) if len(sys.argv) > 3 else json.load(f)
+for k in sys.argv[2].split("."):
+    d = d[int(k)] if isinstance(d, list) else d[k]
+print(d)' "$@" 2>/dev/null
+}
+
+# ---- network namespaces (a test that needs more than 127.0.0.1 and ::1 makes its own) ----
+
+# setup_ns VAR...: for each VAR a new network namespace, its name in $VAR (st-VAR-PID-XXXXXX:
+# unique), its loopback up; removed on exit unless cleanup_ns removed it first.  Returns 1
+# at the first that cannot be made (not root, no ip netns), with the ones made registered.
+setup_ns() {
+	for _ns_var in "$@"; do
+		_ns_name=st-$_ns_var-$$-$(mktemp -u XXXXXX)
+		ip netns add "$_ns_name" || return 1
+		NS_LIST="$NS_LIST $_ns_name"
+		ip -n "$_ns_name" link set lo up || return 1
+		eval "$_ns_var=\$_ns_name"
+	done
+}
+
+# cleanup_ns NAME...: remove these network namespaces now; returns 1 when one would not go.
+cleanup_ns() {
+	_ns_rc=0 _ns_keep=""
+	for _ns in "$@"; do
+		ip netns del "$_ns" 2>/dev/null || _ns_rc=1
+	done
+	for _ns in $NS_LIST; do
+		case " $* " in *" $_ns "*) ;; *) _ns_keep="$_ns_keep $_ns" ;; esac
+	done
+	NS_LIST=$_ns_keep
+	return $_ns_rc
+}
+
+# ---- servers: started one way, in the background ----
+
+# host_of 4|6: the loopback address of the family.
+host_of() {
+	if [ "$1" = 6 ]; then echo ::1; else echo 127.0.0.1; fi
+}
+
+# PORT_LINE: what a server prints once it listens: "PORT n" (the C helpers and the python
+# servers; the word may follow others, as in "DAEMON pid PORT n") or a JSON object with
+# "port": n (tests/py/optserver.py).  port_of FILE: n from the first such line of FILE.
+PORT_LINE='\(^\| \)PORT [0-9]\|"port": [0-9]'
+port_of() {
+	sed -n -e 's/^\(.* \)\{0,1\}PORT \([0-9][0-9]*\).*/\2/p' -e 's/.*"port": \([0-9][0-9]*\).*/\1/p' "$1" |
+		head -n 1
+}
+
+# start_server [-t SECONDS] [-l PORT] NAME [VAR=value...] -- CMD [ARGS...]: CMD in the
+# background with the VAR=value environment (env(1)), stdout in $TMP/NAME.out, stderr in
+# $TMP/NAME.err, then a wait of at most SECONDS (default 5) for its PORT_LINE or, with -l,
+# until PORT listens (a server that prints no port, such as python -m http.server).  Sets
+# SRV_PID and SRV_PORT; returns 1 when the wait ran out (the process is left running: the
+# caller reports it, and the EXIT trap kills it).  SRV_WRAP, when set, goes in front of it
+# all (words: an strace or ip netns exec command line, say).
+start_server() {
+	_sv_t=5 _sv_l=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-t) _sv_t=$2 ;;
+		-l) _sv_l=$2 ;;
+		*) break ;;
+		esac
+		shift 2
+	done
+	_sv_name=$1
+	shift
+	# "VAR=value... -- CMD ARGS..." -> "VAR=value... CMD ARGS..." for env(1), every word
+	# as it came (an empty value, spaces, bytes that are not UTF-8)
+	_sv_k=$# _sv_sep=""
+	while [ "$_sv_k" -gt 0 ]; do
+		_sv_a=$1
+		shift
+		_sv_k=$((_sv_k - 1))
+		if [ -z "$_sv_sep" ] && [ "$_sv_a" = "--" ]; then _sv_sep=1; else set -- "$@" "$_sv_a"; fi
+	done
+	# shellcheck disable=SC2086 # the wrapper words are split on purpose
+	${SRV_WRAP:-} env "$@" >"$TMP/$_sv_name.out" 2>"$TMP/$_sv_name.err" &
+	SRV_PID=$!
+	if [ -n "$_sv_l" ]; then
+		SRV_PORT=$_sv_l
+		wait_listen "$SRV_PORT" "$_sv_t"
+		return
+	fi
+	SRV_PORT=""
+	wait_file "$TMP/$_sv_name.out" "$PORT_LINE" "$_sv_t" || return 1
+	SRV_PORT=$(port_of "$TMP/$_sv_name.out")
+	[ -n "$SRV_PORT" ]
+}
+
+# wait_server: wait for the last server start_server started (bounded by the server
+# itself: tserver gives up after -t s, the others after a timeout of their own).
+wait_server() {
+	wait "$SRV_PID" 2>/dev/null
+}
+
+# ---- the project's test servers: tserver, kaclient, tests/py/optserver.py ----
+
+# ts_start NAME [VAR=value...] -- [tserver args...]: start_server for tserver (its PORT line
+# within 5 s); put LD_PRELOAD=$LIB in the environment to preload.  TS_CMD, when set,
+# replaces the tserver command (words: a program and its first arguments).
+ts_start() {
+	_ts_name=$1
+	shift
+	# insert the command after the first "--" (or at the end: no tserver args)
+	_ts_k=$# _ts_sep=""
+	while [ "$_ts_k" -gt 0 ]; do
+		_ts_a=$1
+		shift
+		_ts_k=$((_ts_k - 1))
+		if [ -z "$_ts_sep" ] && [ "$_ts_a" = "--" ]; then
+			_ts_sep=1
+			# shellcheck disable=SC2086 # TS_CMD is split into words on purpose
+			set -- "$@" -- ${TS_CMD:-"$BIN/tserver"}
+		else
+			set -- "$@" "$_ts_a"
+		fi
+	done
+	# shellcheck disable=SC2086
+	[ -n "$_ts_sep" ] || set -- "$@" -- ${TS_CMD:-"$BIN/tserver"}
+	start_server "$_ts_name" "$@"
+}
+
+# ts_serve NAME FAMILY CONNS [VAR=value...] -- [tserver args]: ts_start, then CONNS
+# connections from kaclient (within 5 s; its line in $TMP/NAME.client), then wait_server.
+# Fails the test NAME when the server does not come up.
+ts_serve() {
+	_sn=$1 _sfam=$2 _sc=$3
+	shift 3
+	if ! ts_start "$_sn" "$@"; then
+		fail "$_sn" "tserver did not start: $(cat "$TMP/$_sn.err")"
+		return 1
+	fi
+	"$BIN/kaclient" burst -n "$_sc" -T 5 "$(host_of "$_sfam")" "$SRV_PORT" >"$TMP/$_sn.client"
+	wait_server
+	return 0
+}
+
+# ts_val NAME KIND KEY [N]: KEY=value from the N-th (default 1st) line of tserver's output
+# starting with KIND (LISTENER, CONN, DONE).
+ts_val() {
+	_line=$(grep "^$2 " "$TMP/$1.out" | sed -n "${4:-1}p")
+	field "$_line" "$3"
+}
+
+# kc_val LINE KEY: the value of KEY in a kaclient result line.
+kc_val() {
+	field "$1" "$2"
+}
+
+# log_line NAME EVENT: the first socktune log line with event=EVENT in $TMP/NAME.err.
+log_line() {
+	grep "^socktune .* event=$2\( \|$\)" "$TMP/$1.err" | head -n 1
+}
+
+# opt_serve NAME FAMILY COUNT [optserver args]: start_server for tests/py/optserver.py
+# under the preload (the caller exports the environment; SRV_WRAP as for start_server),
+# then COUNT connections that each send a byte and read one (5 s each), then wait_server
+# (optserver gives up after 20 s); its output in $TMP/NAME.out (JSON lines) and
+# $TMP/NAME.err.  Fails NAME when no server came up.
+opt_serve() {
+	_on=$1 _of=$2 _oc=$3
+	shift 3
+	if ! start_server "$_on" LD_PRELOAD="$LIB" -- $PY "$ROOT/tests/py/optserver.py" \
+		--family "$_of" --count "$_oc" "$@"; then
+		fail "$_on" "server did not start: $(cat "$TMP/$_on.err")"
+		return 1
+	fi
+	_oi=0
+	while [ $_oi -lt "$_oc" ]; do
+		$PY -c "import socket; s=socket.create_connection(('$(host_of "$_of")',$SRV_PORT),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
+		_oi=$((_oi + 1))
+	done
+	wait_server
 }

@@ -8,7 +8,6 @@
 # options, so later connections must not pay per-connection syscalls for it, nor the log cry
 # wolf.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # python makes the listener (backlog 5), then execs tserver -L FD under the library
 ADOPT='
@@ -40,8 +39,8 @@ adopt() {
 		fail "$_n" "no server: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$SRV_PORT" >/dev/null
+	wait_server
 }
 
 for fam in 4 6; do
@@ -72,13 +71,10 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 	for fam in 4 6; do
 		n=adopt_noproc_v$fam
 		printf '%s' "$ADOPT" >"$TMP/adopt.py"
-		env ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 unshare -m sh -c \
-			'mount -t tmpfs none /proc && exec "$@"' sh $PY "$TMP/adopt.py" $fam "$BIN/tserver" -n 2 -m hold \
-			>"$TMP/$n.out" 2>"$TMP/$n.err" &
-		TS_PID=$!
-		if wait_file "$TMP/$n.out" '^PORT '; then
-			"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null
-			ts_wait
+		if start_server $n ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 -- unshare -m sh -c \
+			'mount -t tmpfs none /proc && exec "$@"' sh $PY "$TMP/adopt.py" $fam "$BIN/tserver" -n 2 -m hold; then
+			"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+			wait_server
 			check $n "before the first accept: $(grep LISTENER "$TMP/$n.out"); after: $(grep CONN "$TMP/$n.out" | tail -n 1); $(cat "$TMP/$n.err")" \
 				"$(ts_val $n LISTENER backlog)" = 5 -a "$(ts_val $n CONN backlog 2)" = 300 \
 				-a "$(ts_val $n CONN nodelay 2)" = 1 -a "$(count_lines "$TMP/$n.err" event=adopt)" -eq 1
@@ -98,16 +94,14 @@ for fam in 4 6; do
 		n=adopt_io_uring_${mode}_v$fam
 		pre=""
 		[ $mode = tuned ] && pre=$LIB
-		env ADOPT_URING=1 ST_PRELOAD="$pre" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 $PY "$TMP/adopt.py" $fam \
-			"$BIN/uringsrv" >"$TMP/$n.out" 2>"$TMP/$n.err" &
-		TS_PID=$!
-		if ! wait_file "$TMP/$n.out" '^PORT '; then
+		if ! start_server $n ADOPT_URING=1 ST_PRELOAD="$pre" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=300 -- \
+			$PY "$TMP/adopt.py" $fam "$BIN/uringsrv"; then
 			fail $n "no server: $(cat "$TMP/$n.err")"
 			continue
 		fi
 		wait_file "$TMP/$n.out" '^LISTENER '
-		"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null
-		ts_wait
+		"$BIN/kaclient" burst -n 2 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+		wait_server
 		if grep -q 'io_uring_setup' "$TMP/$n.err"; then
 			skip $n "io_uring unavailable: $(cat "$TMP/$n.err")"
 			continue
@@ -135,21 +129,18 @@ adopt $n 4 1 ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_PORTS=1 -- &&
 if command -v strace >/dev/null 2>&1; then
 	for c in 2 8; do
 		n=adopt_cost_$c
-		env ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 strace -f -qq -e trace=setsockopt,getsockopt \
-			-o "$TMP/$n.st" "$PY" -c "$ADOPT" 4 "$BIN/tserver" -n $c -m accept -s \
-			>"$TMP/$n.out" 2>"$TMP/$n.err" &
-		TS_PID=$!
-		if wait_file "$TMP/$n.out" '^PORT '; then
+		if start_server $n ST_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 -- strace -f -qq -e trace=setsockopt,getsockopt \
+			-o "$TMP/$n.st" "$PY" -c "$ADOPT" 4 "$BIN/tserver" -n $c -m accept -s; then
 			# one connection first: its accept adopts the listener; connections queued
 			# before that need the options set on them, those after inherit them
-			p=$(sed -n 's/^PORT //p' "$TMP/$n.out")
+			p=$SRV_PORT
 			"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$p" >/dev/null
 			# (the adopt line is logged once the listener is tuned; a fixed sleep is not
 			# enough under strace on a loaded machine)
 			wait_file "$TMP/$n.err" 'event=adopt' || fail adopt_cost_$c "no event=adopt line: $(cat "$TMP/$n.err")"
 			"$BIN/kaclient" burst -n $((c - 1)) -T 5 127.0.0.1 "$p" >/dev/null
 		fi
-		ts_wait
+		wait_server
 		eval "calls_$c=$(grep -c 'sockopt(' "$TMP/$n.st")"
 	done
 	check adopt_no_per_connection_syscalls "sockopt calls with 2 connections: $calls_2, with 8: $calls_8 (growing = per-connection setsockopt after adoption)" \

@@ -3,8 +3,7 @@
 # h2o 65535, php-fpm -1 = somaxconn), one warning with both values and the advice;
 # SOCKTUNE_BACKLOG_MIN only raises (5000 kept, no warning); BACKLOG_MAX lowers on purpose
 # (no warning).  IPv4 and IPv6; the backlog in force read back with TCP_INFO.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
+. "$(dirname "$0")/lib.sh"
 
 somaxconn=$(cat /proc/sys/net/core/somaxconn)
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
@@ -19,7 +18,7 @@ for fam in 4 6; do
 		w=$(log_line $n backlog-lowered)
 		check $n.one-warning "$c backlog-lowered lines, want 1: $(cat "$TMP/$n.err")" "$c" -eq 1
 		check $n.values "line: $w" -n "$(printf '%s' "$w" | grep 'level=warn' |
-			grep "fd=[0-9][0-9]* addr=$host:$TS_PORT backlog.app=5000 backlog.want=1234 " |
+			grep "fd=[0-9][0-9]* addr=$host:$SRV_PORT backlog.app=5000 backlog.want=1234 " |
 			grep 'fix="use --backlog-min 1234 to only raise"')"
 		check $n.applied "TCP_INFO backlog $(ts_val $n CONN backlog), want $(min 1234 "$somaxconn")" \
 			"$(ts_val $n CONN backlog)" = "$(min 1234 "$somaxconn")"

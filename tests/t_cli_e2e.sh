@@ -13,8 +13,7 @@ sendq() { ss -Hltn "sport = :$1" | awk 'NR == 1 { print $3 }'; }
 
 stop() {
 	kill "$1" 2>/dev/null
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_gone "$1"
 }
 
 if [ $IS_MUSL = 1 ]; then
@@ -24,21 +23,20 @@ elif ! command -v ss >/dev/null 2>&1; then
 else
 	# before: python's http.server listens with backlog 5
 	port=$(free_port)
-	$PY -m http.server -b 127.0.0.1 "$port" >/dev/null 2>&1 &
-	pid=$!
-	if wait_listen "$port"; then
+	if start_server -l "$port" e2e_before -- $PY -m http.server -b 127.0.0.1 "$port"; then
 		before=$(sendq "$port")
 	else
 		before=none
 	fi
-	stop $pid
+	stop $SRV_PID
 	check e2e_before "Send-Q $before, want 5" "$before" = 5
 
 	port=$(free_port)
-	"$CMD" --nodelay --backlog 4096 --log-file "$TMP/e2e-%p.log" -- \
-		$PY -m http.server -b 127.0.0.1 "$port" >/dev/null 2>"$TMP/e2e.err" &
-	pid=$!
-	if ! wait_listen "$port"; then
+	start_server -l "$port" e2e -- "$CMD" --nodelay --backlog 4096 --log-file "$TMP/e2e-%p.log" -- \
+		$PY -m http.server -b 127.0.0.1 "$port"
+	rc=$?
+	pid=$SRV_PID
+	if [ $rc != 0 ]; then
 		fail e2e_http_server "did not listen: $(head -n 3 "$TMP/e2e.err")"
 	else
 		after=$(sendq "$port")
@@ -61,13 +59,11 @@ if [ ! -x "$BIN/tserver" ] || [ ! -x "$BIN/kaclient" ]; then
 	skip e2e_tserver "no $BIN/tserver or kaclient"
 	exit 0
 fi
-"$CMD" --nodelay --backlog 4096 -- "$BIN/tserver" -b 5 -n 1 -t 10 >"$TMP/ts.out" 2>"$TMP/ts.err" &
-pid=$!
-if ! wait_file "$TMP/ts.out" '^PORT '; then
+if ! start_server ts -- "$CMD" --nodelay --backlog 4096 -- "$BIN/tserver" -b 5 -n 1 -t 10; then
 	fail e2e_tserver "no PORT line: $(head -n 3 "$TMP/ts.err")"
 	exit 0
 fi
-port=$(sed -n 's/^PORT //p' "$TMP/ts.out")
+pid=$SRV_PID port=$SRV_PORT
 after=$(sendq "$port")
 "$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$port" >/dev/null 2>&1
 wait $pid

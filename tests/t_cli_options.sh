@@ -10,7 +10,7 @@ good() {
 	name=$1 want=$2
 	shift 2
 	envs=
-	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 	shift
 	out=$(env $envs "$CMD" "$@" -- "$PROBE" environ 2>"$TMP/err")
 	rc=$?
@@ -28,7 +28,7 @@ bad() {
 	name=$1 want=$2
 	shift 2
 	envs=
-	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 	shift
 	rm -f "$TMP/marker"
 	env $envs "$CMD" "$@" -- "$PROBE" touch "$TMP/marker" >"$TMP/out" 2>"$TMP/err"

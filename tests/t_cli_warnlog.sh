@@ -3,9 +3,8 @@
 # --log-file as well as stderr: appended, in the library's line format, %p = the pid the
 # program runs as (the command execs in place); --strict makes it level=error
 # action=refused; --log-level error keeps a warning out of the file.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 PROG=$B/socktune-static # a statically linked program that exits at once
 [ -x "$PROG" ] || { skip cli-warnlog "$PROG not built"; exit 0; }
 

@@ -3,23 +3,18 @@
 # in two writes with Nagle on stalls ~40 ms per request on the server's delayed ACK; with
 # SOCKTUNE_CLIENT=1 SOCKTUNE_NODELAY=1 the second write leaves at once.  The server is
 # never preloaded.  Asserts counts of slow requests and the options read on the socket.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 N=20
 
-# run NAME FAMILY: lineserver (plain) + twowrite client under the preload, with the
-# caller's exported environment.  Result JSON in $TMP/NAME.out, log in $TMP/NAME.err.
+# run NAME FAMILY: lineserver (plain, its output in $TMP/NAME.srv.*) + twowrite client
+# under the preload, with the caller's exported environment.  Result JSON in $TMP/NAME.out,
+# log in $TMP/NAME.err.
 run() {
-	$PY "$ROOT/tests/py/lineserver.py" "$2" >"$TMP/$1.port" &
-	wait_file "$TMP/$1.port" . || { echo "lineserver did not start"; return 1; }
-	host=127.0.0.1
-	[ "$2" = 6 ] && host=::1
-	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/twowrite.py" $host "$(cat "$TMP/$1.port")" $N \
+	start_server "$1.srv" -- $PY "$ROOT/tests/py/lineserver.py" "$2" ||
+		{ echo "lineserver did not start"; return 1; }
+	LD_PRELOAD=$LIB $PY "$ROOT/tests/py/twowrite.py" "$(host_of "$2")" "$SRV_PORT" $N \
 		>"$TMP/$1.out" 2>"$TMP/$1.err"
 	wait
-}
-
-key() {
-	$PY -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
 
 for fam in 4 6; do
@@ -29,17 +24,17 @@ for fam in 4 6; do
 		SOCKTUNE_CLIENT=1 run on$fam $fam
 		SOCKTUNE_CLIENT=1 SOCKTUNE_CLIENT_PORTS=1-2 run excluded$fam $fam
 	)
-	off=$(key "$TMP/off$fam.out" over)
-	on=$(key "$TMP/on$fam.out" over)
-	ex=$(key "$TMP/excluded$fam.out" over)
+	off=$(json_get "$TMP/off$fam.out" over)
+	on=$(json_get "$TMP/on$fam.out" over)
+	ex=$(json_get "$TMP/excluded$fam.out" over)
 	echo "v$fam: requests over 20 ms of $N: client off $off, on $on, port excluded $ex"
 	# Without SOCKTUNE_CLIENT nothing about outgoing connections changes.
-	check client.v$fam.off.untouched "nodelay $(key "$TMP/off$fam.out" nodelay)" "$(key "$TMP/off$fam.out" nodelay)" = 0
+	check client.v$fam.off.untouched "nodelay $(json_get "$TMP/off$fam.out" nodelay)" "$(json_get "$TMP/off$fam.out" nodelay)" = 0
 	check client.v$fam.off.stalls "only ${off:-?} of $N stalled without tuning" "${off:-0}" -ge $((N / 2))
-	check client.v$fam.on.nodelay "nodelay $(key "$TMP/on$fam.out" nodelay)" "$(key "$TMP/on$fam.out" nodelay)" = 1
-	check client.v$fam.on.rcvbuf "rcvbuf $(key "$TMP/on$fam.out" rcvbuf)" "$(key "$TMP/on$fam.out" rcvbuf)" = 524288
+	check client.v$fam.on.nodelay "nodelay $(json_get "$TMP/on$fam.out" nodelay)" "$(json_get "$TMP/on$fam.out" nodelay)" = 1
+	check client.v$fam.on.rcvbuf "rcvbuf $(json_get "$TMP/on$fam.out" rcvbuf)" "$(json_get "$TMP/on$fam.out" rcvbuf)" = 524288
 	check client.v$fam.on.no-stall "${on:-?} of $N stalled with SOCKTUNE_CLIENT" "${on:-99}" -le 2
-	check client.v$fam.ports.excluded "nodelay $(key "$TMP/excluded$fam.out" nodelay)" "$(key "$TMP/excluded$fam.out" nodelay)" = 0
+	check client.v$fam.ports.excluded "nodelay $(json_get "$TMP/excluded$fam.out" nodelay)" "$(json_get "$TMP/excluded$fam.out" nodelay)" = 0
 	n=$(grep -c 'level=info event=client .*first_for_port=1' "$TMP/on$fam.err")
 	check client.v$fam.logged-once "$n info lines for the port, want 1" "$n" -eq 1
 	check client.v$fam.off.silent "log: $(cat "$TMP/off$fam.err")" ! -s "$TMP/off$fam.err"

@@ -4,7 +4,6 @@
 # process without a tuned socket prints nothing; stdout is never written; SOCKTUNE_DISABLE,
 # SOCKTUNE_LOG and SOCKTUNE_LOG_FILE.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # run NAME FAMILY [VAR=value...] -- [tserver args]: tserver, one connection.
 run() {
@@ -128,14 +127,14 @@ run $n 4 LD_PRELOAD="$LIB" SOCKTUNE_LOG=warn SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=
 		"$(count_lines "$TMP/$n.err" event=clamp)" -eq 1 -a "$(count_lines "$TMP/$n.err" level=info)" -eq 0
 n=log_debug_per_conn
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_LOG=debug SOCKTUNE_NODELAY=1 -- -n 3 -m hold; then
-	"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait_server
 	check $n "debug: want one event=accept per connection: $(cat "$TMP/$n.err")" \
 		"$(count_lines "$TMP/$n.err" event=accept)" -eq 3
 	n=log_info_no_per_conn
 	ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 -- -n 3 -m hold &&
-		"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$TS_PORT" >/dev/null
-	ts_wait
+		"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait_server
 	check $n "info: per-connection lines: $(cat "$TMP/$n.err")" \
 		"$(wc -l <"$TMP/$n.err")" -eq 1
 else
@@ -145,9 +144,9 @@ fi
 # ---- SOCKTUNE_LOG_FILE with %p: the file of the server's pid gets the lines, stderr none
 n=log_file
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/st-%p.log" -- -n 1; then
-	pid=$TS_PID
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null
-	ts_wait
+	pid=$SRV_PID
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait_server
 	f="$TMP/st-$pid.log"
 	check $n "want event=listen pid=$pid in $f (files: $(ls "$TMP" | grep st-))" \
 		"$(count_lines "$f" "^socktune pid=$pid level=info event=listen")" -eq 1
@@ -155,8 +154,8 @@ if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/st-%
 	# appended, never truncated
 	echo "marker" >"$TMP/append.log"
 	ts_start ${n}_append LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/append.log" -- -n 1 &&
-		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null
-	ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait_server
 	check ${n}_append "log file: $(cat "$TMP/append.log")" \
 		"$(head -n 1 "$TMP/append.log")" = marker -a "$(count_lines "$TMP/append.log" event=listen)" -eq 1
 else

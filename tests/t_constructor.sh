@@ -3,7 +3,7 @@
 # DT_NEEDED library of the program, which the loader initialises before the preloaded
 # libsocktune) makes and listens on a TCP socket.  The hook must initialise the library
 # itself and tune that listener.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 CC=${CC:-cc}
 $CC -shared -fPIC -o "$TMP/libctor.so" "$ROOT/tests/c/ctor_lib.c" &&
 	$CC -o "$TMP/ctormain" "$ROOT/tests/c/ctor_main.c" -L"$TMP" -lctor -Wl,-rpath,"$TMP" ||

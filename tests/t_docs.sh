@@ -8,9 +8,8 @@
 #  - a man page does not render cleanly (groff -ww).
 # The checks first run once against copies with a known drift put in, so a check that
 # silently stopped matching anything is itself a failure.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 cd "$ROOT" || exit 1
 
 # ---- what the code reads ----

@@ -6,7 +6,6 @@
 # slot that stays open while the original does; connections accepted on a copy carry the
 # options.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # a backlog above somaxconn: a listener adopted again would be listened again every time
 POLICY="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=65535"
@@ -23,8 +22,8 @@ rl() {
 		fail "$_n" "relisten did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n "$_c" -T 5 "$(host_of "$_fam")" "$SRV_PORT" >/dev/null
+	wait_server
 }
 
 STRACE=""
@@ -32,11 +31,11 @@ command -v strace >/dev/null 2>&1 && STRACE=1
 for fam in 4 6; do
 	for how in dup fcntl cloexec dup2 dup3; do
 		n=${how}_v$fam
-		[ -n "$STRACE" ] && TS_WRAP="strace -f -qq -e trace=listen -o $TMP/$n.st"
+		[ -n "$STRACE" ] && SRV_WRAP="strace -f -qq -e trace=listen -o $TMP/$n.st"
 		# shellcheck disable=SC2086
 		rl $n $fam 5 LD_PRELOAD="$LIB" $POLICY -- -D $how -k 2
 		r=$?
-		unset TS_WRAP
+		unset SRV_WRAP
 		[ $r = 0 ] || continue
 		check ${n}_no_adopt "want one event=listen line and no event=adopt: $(cat "$TMP/$n.err")" \
 			"$(count_lines "$TMP/$n.err" event=adopt)" -eq 0 \

@@ -7,7 +7,6 @@
 #    dropped, retransmitted after 1 s), untuned vs SOCKTUNE_BACKLOG=4096.
 # A "before" that does not stall on this kernel is reported as SKIP with its numbers.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 REQS=30
 CONNS=300
@@ -22,11 +21,11 @@ http_start() {
 	_n=$1 _fam=$2
 	shift 2
 	HS_PORT=$(free_port)
-	# shellcheck disable=SC2086
-	env "$@" "$PY" -m http.server -p HTTP/1.1 -b "$(host_of "$_fam")" -d "$DOC" "$HS_PORT" \
-		>"$TMP/$_n.out" 2>"$TMP/$_n.err" &
-	HS_PID=$!
-	if ! wait_listen "$HS_PORT"; then
+	start_server -l "$HS_PORT" "$_n" "$@" -- "$PY" -m http.server -p HTTP/1.1 -b "$(host_of "$_fam")" \
+		-d "$DOC" "$HS_PORT"
+	_r=$?
+	HS_PID=$SRV_PID
+	if [ $_r != 0 ]; then
 		fail "$_n" "http.server did not listen on $HS_PORT: $(head -c 300 "$TMP/$_n.err")"
 		kill "$HS_PID" 2>/dev/null
 		return 1

@@ -26,13 +26,14 @@ serve() {
 	_n=$1
 	shift
 	_port=$(free_port)
-	env "$@" erl -noshell -eval "ok = inets:start(), {ok, _} = inets:start(httpd,
+	start_server -l "$_port" "$_n" "$@" -- erl -noshell -eval "ok = inets:start(), {ok, _} = inets:start(httpd,
 		[{port, $_port}, {server_name, \"t\"}, {server_root, \"$TMP/www\"},
 		 {document_root, \"$TMP/www/htdocs\"}, {bind_address, {127,0,0,1}}]),
-		receive after 30000 -> ok end." >"$TMP/$_n.out" 2>&1 &
-	PID=$! # erl execs erlexec, which execs beam: the same process
+		receive after 30000 -> ok end."
+	_r=$?
+	PID=$SRV_PID # erl execs erlexec, which execs beam: the same process
 	FDSIZE="" STATUS=""
-	if wait_listen "$_port"; then
+	if [ $_r = 0 ]; then
 		FDSIZE=$(sed -n 's/^FDSize:[[:space:]]*//p' "/proc/$PID/status")
 		STATUS=$($PY - "$_port" <<'EOF'
 import socket, sys
@@ -61,12 +62,12 @@ stop() {
 serve plain
 plain_fdsize=$FDSIZE
 stop
-check erlang_plain_serves "without the library: '$STATUS' $(head -c 300 "$TMP/plain.out")" \
+check erlang_plain_serves "without the library: '$STATUS' $(cat "$TMP/plain.out" "$TMP/plain.err" | head -c 300)" \
 	-n "$plain_fdsize" -a "$STATUS" = "HTTP/1.1 200 OK"
 
 serve logfile LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/erl.log"
 stop
-check erlang_logfile_serves "with a log file: '$STATUS' $(head -c 300 "$TMP/logfile.out")" \
+check erlang_logfile_serves "with a log file: '$STATUS' $(cat "$TMP/logfile.out" "$TMP/logfile.err" | head -c 300)" \
 	"$STATUS" = "HTTP/1.1 200 OK"
 check erlang_logged "log: $(cat "$TMP/erl.log" 2>/dev/null)" \
 	"$(grep -c 'event=listen ' "$TMP/erl.log" 2>/dev/null)" -ge 1

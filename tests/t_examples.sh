@@ -11,9 +11,8 @@
 #     checked with `socktune check`.
 # A command followed in its README by a comment line "# socktune: MESSAGE" is an example of a
 # refusal: it must exit 2 and print MESSAGE.  `socktune stats FILE` needs a live file: skipped.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-CLI=$B/socktune
 [ -x "$CLI" ] || { fail examples "$CLI not built"; exit 0; }
 cd "$ROOT" || exit 1
 

@@ -18,7 +18,7 @@
 # - a child that merely inherits its parent's listener (fork and exec of true(1)): with
 #   precedence=app the parent app's SO_RCVBUF stays; with SOCKTUNE_STATS the child does not
 #   take the stats file over (the parent's snapshots go on, its listener is counted).
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 POL="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 SOCKTUNE_RCVBUF=64K SOCKTUNE_QUICKACK=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_LOG=debug"
 
 # run NAME MODE FAM [N]: plain into $TMP/NAME.plain, preloaded into $TMP/NAME.pre (+ .err)

@@ -6,7 +6,6 @@
 # inherit, is set; the log says so in the worker (event=receive); and a message that carries
 # no descriptor costs no syscall.  Counts of requests over 20 ms and of syscalls, not times.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 N=30
 
@@ -24,8 +23,8 @@ handoff() {
 		fail "$_n" "handoff did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$TS_PORT")
-	ts_wait
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$SRV_PORT")
+	wait_server
 	OVER=$(kc_val "$RES" over)
 	if [ "$(kc_val "$RES" done)" != $N ]; then
 		fail "$_n" "client did not finish: $RES $(cat "$TMP/$_n.err")"
@@ -76,10 +75,10 @@ else
 	# sockcalls NAME MSGS: the worker's socket-option calls (the worker: the process that recvmsg's)
 	sockcalls() {
 		rm -f "$TMP/st.$1".*
-		TS_WRAP="strace -ff -o $TMP/st.$1 -e trace=recvmsg,read,setsockopt,getsockopt,getsockname"
+		SRV_WRAP="strace -ff -o $TMP/st.$1 -e trace=recvmsg,read,setsockopt,getsockopt,getsockname"
 		handoff "$1" 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -m "$2"
 		_r=$?
-		unset TS_WRAP
+		unset SRV_WRAP
 		[ $_r = 0 ] || return 1
 		W=$(grep -l '^recvmsg' "$TMP/st.$1".* | head -n 1)
 		QA=$(grep -c 'TCP_QUICKACK' "$W")

@@ -6,7 +6,6 @@
 # the server for long (stderr a full pipe nobody reads) and never raise SIGPIPE (stderr a
 # pipe whose reader is gone).
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # every variable with its type and maximum, from the one list in include/socktune.h
 VARS=$(sed -n '/^#define ST_VARIABLES/,/^$/p' "$ROOT/include/socktune.h" |
@@ -55,16 +54,13 @@ run() {
 		set -- "$@" "SOCKTUNE_$id=$(bad "$cls" "$type" "$max")"
 		badvars="$badvars $id"
 	done
-	env "$@" LD_PRELOAD="$LIB" "SOCKTUNE_$good=$gval" "$BIN/tserver" -n 1 -t 10 \
-		>"$TMP/$n.out" 2>"$TMP/$n.err" &
-	pid=$!
-	if ! wait_file "$TMP/$n.out" '^PORT '; then
+	if ! ts_start "$n" "$@" LD_PRELOAD="$LIB" "SOCKTUNE_$good=$gval" -- -n 1 -t 10; then
 		fail "${n}_serving" "no PORT: $(head -c 400 "$TMP/$n.err")"
-		kill $pid 2>/dev/null
+		kill $SRV_PID 2>/dev/null
 		return
 	fi
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")" >/dev/null 2>&1
-	wait $pid
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	rc=$?
 	check "${n}_serving" "tserver exit $rc, $(grep -c '^CONN' "$TMP/$n.out") connections" \
 		"$rc" = 0 -a "$(grep -c '^CONN' "$TMP/$n.out")" = 1
@@ -102,8 +98,8 @@ for case in nodir symlink dir; do
 	esac
 	n=logfile_$case
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$path" -- -n 1 -t 10; then
-		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$path\"" "$TMP/$n.err")
 		check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 		check ${n}_falls_back "no listen line on stderr: $(cat "$TMP/$n.err")" \
@@ -118,34 +114,28 @@ check logfile_symlink_not_followed "the symlink's target was written" ! -e "$TMP
 
 # ---- stderr a full pipe nobody reads: each log line waits at most ~100 ms, then is dropped
 n=stderr_full
-$PY "$ROOT/tests/py/stderrpipe.py" full /usr/bin/env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 \
-	SOCKTUNE_LOG=debug SOCKTUNE_QUICKACK=1 "$BIN/tserver" -n 10 -t 20 >"$TMP/$n.out" &
-ppid=$!
-if wait_file "$TMP/$n.out" '^PORT '; then
-	"$BIN/kaclient" burst -n 10 -T 10 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
-		>"$TMP/$n.client" 2>&1
-	wait $ppid
+if start_server $n -- $PY "$ROOT/tests/py/stderrpipe.py" full /usr/bin/env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 \
+	SOCKTUNE_LOG=debug SOCKTUNE_QUICKACK=1 "$BIN/tserver" -n 10 -t 20; then
+	"$BIN/kaclient" burst -n 10 -T 10 127.0.0.1 "$SRV_PORT" >"$TMP/$n.client" 2>&1
+	wait_server
 	rc=$?
 	check ${n}_served "tserver exit $rc, $(grep -c '^CONN' "$TMP/$n.out") of 10 connections" \
 		"$rc" = 0 -a "$(grep -c '^CONN' "$TMP/$n.out")" = 10
 else
 	fail ${n}_served "tserver did not start with a full stderr (blocked in a log write?)"
-	kill $ppid 2>/dev/null
+	kill $SRV_PID 2>/dev/null
 fi
 
 # ---- stderr a pipe whose reader is gone: no SIGPIPE for the server
 n=stderr_closed
-$PY "$ROOT/tests/py/stderrpipe.py" closed /usr/bin/env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 \
-	SOCKTUNE_LOG=debug "$BIN/tserver" -n 3 -t 20 >"$TMP/$n.out" &
-ppid=$!
-if wait_file "$TMP/$n.out" '^PORT '; then
-	"$BIN/kaclient" burst -n 3 -T 10 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
-		>/dev/null 2>&1
-	wait $ppid
+if start_server $n -- $PY "$ROOT/tests/py/stderrpipe.py" closed /usr/bin/env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 \
+	SOCKTUNE_LOG=debug "$BIN/tserver" -n 3 -t 20; then
+	"$BIN/kaclient" burst -n 3 -T 10 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	rc=$?
 	check ${n}_no_sigpipe "tserver exit $rc (141 = SIGPIPE), $(grep -c '^CONN' "$TMP/$n.out") of 3" \
 		"$rc" = 0 -a "$(grep -c '^CONN' "$TMP/$n.out")" = 3
 else
 	fail ${n}_no_sigpipe "tserver did not start: killed by SIGPIPE in the listen log line?"
-	kill $ppid 2>/dev/null
+	kill $SRV_PID 2>/dev/null
 fi

@@ -7,7 +7,7 @@
 #   stderr a full pipe): the child's hooks never wait for an init whose thread is not there
 #   (strace counts the sched_yield of such waits: none in the child);
 # - close_range() called before init: the result, errno and effect of libc's.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 CC=${CC:-cc}
 $CC -shared -fPIC -o "$TMP/libearly.so" "$ROOT/tests/c/early_lib.c" &&
 	$CC -o "$TMP/early" "$ROOT/tests/c/early_main.c" -L"$TMP" -learly -Wl,-rpath,"$TMP" ||

@@ -3,10 +3,6 @@
 # on the listener (TCP_INFO tcpi_sacked = backlog in force), compared with the log's
 # *.effective values and with an untuned run; clamps against the host's sysctls.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
-
-NS=""
-trap '[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null; for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 # run NAME FAMILY [VAR=value...] -- [tserver args]: tserver serving 2 connections, and the
 # client that makes them.  Fails the test NAME when the server does not come up.
@@ -69,7 +65,7 @@ for fam in 4 6; do
 			"$(field "$line" backlog.app)" = 5 -a "$(field "$line" backlog.want)" = 300 \
 			-a "$(field "$line" rcvbuf.want)" = 262144 -a "$(field "$line" sndbuf.want)" = 131072 \
 			-a "$(field "$line" nodelay)" = 1 -a "$(field "$line" level)" = info
-		if [ "$fam" = 6 ]; then want_addr="[::1]:$TS_PORT"; else want_addr="127.0.0.1:$TS_PORT"; fi
+		if [ "$fam" = 6 ]; then want_addr="[::1]:$SRV_PORT"; else want_addr="127.0.0.1:$SRV_PORT"; fi
 		same ${n}_log_addr "listen line addr" "$(field "$line" addr)" "$want_addr"
 		check ${n}_one_line "stderr: $(cat "$TMP/$n.err")" \
 			"$(wc -l <"$TMP/$n.err")" -eq 1 -a "$(count_lines "$TMP/$n.err" event=listen)" -eq 1
@@ -181,28 +177,26 @@ else
 fi
 
 # backlog clamp against a lowered somaxconn, in a network namespace of our own
-if [ "$(id -u)" = 0 ] && ip netns add "socktune-t$$" 2>/dev/null; then
-	NS="socktune-t$$"
-	ip -n "$NS" link set lo up
+if [ "$(id -u)" = 0 ] && setup_ns NS 2>/dev/null; then
 	ip netns exec "$NS" sh -c 'echo 64 > /proc/sys/net/core/somaxconn'
 	ns_max=$(ip netns exec "$NS" cat /proc/sys/net/core/somaxconn)
 	for fam in 4 6; do
 		n=clamp_somaxconn_netns_v$fam
-		ip netns exec "$NS" env LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=1000 "$BIN/tserver" -"$fam" -n 1 -t 10 \
-			>"$TMP/$n.out" 2>"$TMP/$n.err" &
-		if ! wait_file "$TMP/$n.out" '^PORT '; then
+		SRV_WRAP="ip netns exec $NS" ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=1000 -- -"$fam" -n 1 -t 10
+		r=$?
+		unset SRV_WRAP
+		if [ $r != 0 ]; then
 			fail $n "tserver did not start in the namespace: $(cat "$TMP/$n.err")"
 			continue
 		fi
-		port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
-		ip netns exec "$NS" "$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$port" >/dev/null
-		wait $!
+		ip netns exec "$NS" "$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+		wait_server
 		cl=$(log_line $n clamp)
 		check $n "somaxconn=$ns_max in the namespace: TCP_INFO $(ts_val $n CONN backlog), clamp: $cl" \
 			"$ns_max" = 64 -a "$(ts_val $n CONN backlog)" = 64 -a "$(field "$cl" effective)" = 64 \
 			-a "$(field "$cl" limit)" = "net.core.somaxconn:64" -a "$(field "$cl" want)" = 1000
 	done
-	ip netns del "$NS" && NS=""
+	cleanup_ns "$NS"
 else
 	skip clamp_somaxconn_netns "cannot create a network namespace (needs root and ip netns)"
 fi

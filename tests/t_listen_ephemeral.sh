@@ -3,19 +3,19 @@
 # marked port=ephemeral on its listen line; a listen() on an unbound socket logs the port
 # listen() gave it (it logged :0); a server's own port outside ip_local_port_range is not
 # marked.  IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range)
 hi=$(awk '{ print $2 }' /proc/sys/net/ipv4/ip_local_port_range)
 for fam in 4 6; do
-	af=AF_INET host=127.0.0.1
-	[ "$fam" = 6 ] && af=AF_INET6 host=::1
+	af=AF_INET host=$(host_of $fam)
+	[ "$fam" = 6 ] && af=AF_INET6
 	# listen() without bind(): the kernel binds it to the wildcard and an ephemeral port
 	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 $PY -c "
 import socket
 s = socket.socket(socket.$af); s.listen(1); print('PORT', s.getsockname()[1]); s.close()" \
 		>"$TMP/unbound$fam.out" 2>"$TMP/unbound$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/unbound$fam.out")
+	port=$(port_of "$TMP/unbound$fam.out")
 	line=$(grep 'event=listen ' "$TMP/unbound$fam.err")
 	check unbound_v$fam.port "listen line $line, port $port" -n "$port" -a \
 		-n "$(printf '%s' "$line" | grep "addr=[^ ]*:$port .*port=ephemeral")"
@@ -24,7 +24,7 @@ s = socket.socket(socket.$af); s.listen(1); print('PORT', s.getsockname()[1]); s
 import socket
 s = socket.socket(socket.$af); s.bind(('$host', 0)); s.listen(1); print('PORT', s.getsockname()[1])" \
 		>"$TMP/zero$fam.out" 2>"$TMP/zero$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/zero$fam.out")
+	port=$(port_of "$TMP/zero$fam.out")
 	line=$(grep 'event=listen ' "$TMP/zero$fam.err")
 	if [ "${port:-0}" -ge "$lo" ] && [ "$port" -le "$hi" ]; then
 		check zero_v$fam.marked "listen line: $line" -n "$(printf '%s' "$line" | grep "level=info .*:$port .*port=ephemeral")"
@@ -42,7 +42,7 @@ for _ in range(20):
     except OSError:
         s.close(); continue
     s.listen(1); print('PORT', p); break" >"$TMP/fixed$fam.out" 2>"$TMP/fixed$fam.err"
-	port=$(sed -n 's/^PORT //p' "$TMP/fixed$fam.out")
+	port=$(port_of "$TMP/fixed$fam.out")
 	line=$(grep 'event=listen ' "$TMP/fixed$fam.err")
 	check fixed_v$fam.unmarked "listen line: $line (port $port)" -n "$port" -a \
 		-n "$(printf '%s' "$line" | grep "level=info .*:$port ")" -a \

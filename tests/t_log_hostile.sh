@@ -8,7 +8,6 @@
 # opens its own once.  A file that refuses writes (/dev/full) is said once.  Bytes that are
 # not UTF-8 never reach a line.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # hex_of STRING: its bytes in hex, as the python clients print what they received
 hex_of() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
@@ -21,8 +20,8 @@ for fam in 4 6; do
 	mkfifo "$TMP/$n.fifo"
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_STATS="$TMP/$n.stats" \
 		SOCKTUNE_LOG_FILE="$TMP/$n.fifo" -- -$fam -n 1 -t 10; then
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		check ${n}_served "connection lines: $(grep -c '^CONN' "$TMP/$n.out")" \
 			"$(grep -c '^CONN' "$TMP/$n.out")" = 1
 		w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$TMP/$n.fifo\" .*action=stderr" "$TMP/$n.err")
@@ -34,7 +33,7 @@ for fam in 4 6; do
 			"$(grep -c 'event=summary ' "$TMP/$n.err")" = 1
 	else
 		fail ${n}_served "no PORT within 5 s: blocked opening the FIFO? $(cat "$TMP/$n.err")"
-		kill "$TS_PID" 2>/dev/null
+		kill "$SRV_PID" 2>/dev/null
 	fi
 
 	# ---- a FIFO with a reader (this shell, read-write so that opening it never waits):
@@ -44,8 +43,8 @@ for fam in 4 6; do
 	exec 3<>"$TMP/$n.fifo"
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/$n.fifo" \
 		-- -$fam -n 1 -t 10; then
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		$PY -c 'import fcntl, os
 fcntl.fcntl(3, fcntl.F_SETFL, fcntl.fcntl(3, fcntl.F_GETFL) | os.O_NONBLOCK)
 try:
@@ -58,7 +57,7 @@ except BlockingIOError:
 		check ${n}_stderr_quiet "stderr: $(cat "$TMP/$n.err")" ! -s "$TMP/$n.err"
 	else
 		fail ${n}_lines "tserver did not start: $(cat "$TMP/$n.err")"
-		kill "$TS_PID" 2>/dev/null
+		kill "$SRV_PID" 2>/dev/null
 	fi
 	exec 3<&-
 
@@ -67,9 +66,9 @@ except BlockingIOError:
 	n=stderr_closed_$fam
 	env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_QUICKACK=1 SOCKTUNE_LOG=debug \
 		"$BIN/tserver" -$fam -m ka -n 1 -q 10 -r 10 -t 10 >"$TMP/$n.out" <&- 2>&- &
-	TS_PID=$!
+	SRV_PID=$!
 	if wait_file "$TMP/$n.out" '^PORT '; then
-		port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
+		port=$(port_of "$TMP/$n.out")
 		got=$($PY -c '
 import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
@@ -82,12 +81,12 @@ while True:
         break
     got += b
 print(got.hex())' "$host" "$port" 2>&1)
-		ts_wait
+		wait_server
 		check ${n}_client_bytes "the client got $got (want 10 x 'r')" \
 			"$got" = "$(hex_of rrrrrrrrrr)"
 	else
 		fail ${n}_client_bytes "tserver did not start"
-		kill "$TS_PID" 2>/dev/null
+		kill "$SRV_PID" 2>/dev/null
 	fi
 
 	# ---- inetd style: 0, 1, 2 are the client socket; the listener's line stays out of it
@@ -121,17 +120,12 @@ print(got.hex())' "$host" "$port" 2>&1)
 	# ---- %p and fork: a child that logs (4 threads at once) opens its own file, once,
 	# and keeps no copy of its parent's
 	n=forked_$fam
-	env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" \
-		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 >"$TMP/$n.out" 2>"$TMP/$n.err" &
-	mpid=$!
-	i=0
-	while [ "$(grep -c '^READY' "$TMP/$n.out")" != 2 ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	start_server $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE="$TMP/$n.%p.log" -- \
+		"$BIN/mtserver" -$fam -P 2 -t 4 -T 30 &&
+		busywait 5000 file_has "$TMP/$n.out" '^READY' 2
+	mpid=$SRV_PID
 	if [ "$(grep -c '^READY' "$TMP/$n.out")" = 2 ]; then
-		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$(sed -n 's/^PORT //p' "$TMP/$n.out")" \
-			>/dev/null 2>&1
+		"$BIN/kaclient" burst -n 32 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 		bad="" logged=0
 		for p in $(sed -n 's/^PID //p' "$TMP/$n.out"); do
 			[ -f "$TMP/$n.$p.log" ] || continue
@@ -158,8 +152,8 @@ done
 # ---- a character device takes lines like a file; a socket is refused with one line
 n=chardev
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE=/dev/null -- -n 1 -t 10; then
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	check ${n}_quiet "stderr: $(cat "$TMP/$n.err")" ! -s "$TMP/$n.err"
 else
 	fail ${n}_quiet "tserver did not start: $(cat "$TMP/$n.err")"
@@ -169,11 +163,10 @@ $PY -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(sys.argv[1]); s.listen(1)
 time.sleep(15)' "$TMP/$n.sock" &
 spid=$!
-i=0
-while [ ! -S "$TMP/$n.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+busywait 5000 test -S "$TMP/$n.sock"
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/$n.sock" -- -n 1 -t 10; then
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$TMP/$n.sock\"" "$TMP/$n.err")
 	check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 else
@@ -198,8 +191,8 @@ check ${n}_unnamed_socket_nothing "the socket got: $(cat "$TMP/$n.no")" \
 n=dev_full
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_LOG_FILE=/dev/full \
 	-- -n 3 -t 10; then
-	"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	w=$(grep -c 'level=warn event=log-file var=SOCKTUNE_LOG_FILE path="/dev/full" error="No space left on device"' "$TMP/$n.err")
 	check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 	check ${n}_nothing_else "stderr lines: $(wc -l <"$TMP/$n.err")" "$(wc -l <"$TMP/$n.err")" = 1
@@ -214,8 +207,8 @@ n=not_utf8
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY="$(printf 'x\377\376')" \
 	SOCKTUNE_CONGESTION="$(printf '\300\257\355\240\200')" SOCKTUNE_TOS="$(printf 'caf\303\251')" \
 	-- -n 1 -t 10; then
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$TS_PORT" >/dev/null 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	bad=$($PY -c 'import sys
 try:
     sys.stdin.buffer.read().decode("utf-8")

@@ -5,7 +5,7 @@
 # with NODELAY it leaves at once and the client's next PUBLISH waits for the server's
 # delayed ACK (~40 ms); QUICKACK on the server removes that wait.  Counted: exchanges over
 # 20 ms out of 30, for the three settings, IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 BB=$B/bench
 N=30
@@ -17,8 +17,7 @@ done
 over() {
 	fam=$1
 	shift
-	host=127.0.0.1
-	[ "$fam" = 6 ] && host=::1
+	host=$(host_of "$fam")
 	p=$(free_port)
 	env BENCH_LIFETIME=20 "$@" "$BB/bsrv" pub "$host" "$p" 2>>"$TMP/srv.err" &
 	sp=$!

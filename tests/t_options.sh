@@ -2,21 +2,11 @@
 # Every option read back on the ACCEPTED socket (IPv4 and IPv6), both precedence
 # modes against a server that sets its own SO_RCVBUF and clears TCP_NODELAY, dry run, and
 # the unprivileged paths of SO_MARK and SOCKTUNE_RCVBUF_FORCE.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
-OPTSERVER=$ROOT/tests/py/optserver.py
+. "$(dirname "$0")/lib.sh"
 
-# jget FILE LINE KEY: a key of the JSON object on line LINE (1-based) of FILE.
-jget() {
-	$PY -c 'import json,sys
-d=json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])-1])
-for k in sys.argv[3].split("."): d=d[k]
-print(d)' "$1" "$2" "$3" 2>/dev/null
-}
-
-# expect NAME FILE LINE KEY VALUE
+# expect NAME FILE LINE KEY VALUE: PASS when KEY of the JSON line LINE of FILE is VALUE.
 expect() {
-	got=$(jget "$2" "$3" "$4")
+	got=$(json_get "$2" "$4" "$3")
 	if [ "$got" = "$5" ]; then pass "$1"; else fail "$1" "$4 is '$got', want '$5'"; fi
 }
 
@@ -53,7 +43,7 @@ for fam in 4 6; do
 	# Listener-only options, read back on the listener by the server itself.
 	expect "options.v$fam.listener.fastopen" "$f" 1 listener.fastopen 64
 	expect "options.v$fam.listener.reuseport" "$f" 1 listener.reuseport 1
-	da=$(jget "$f" 1 listener.defer_accept)
+	da=$(json_get "$f" listener.defer_accept 1)
 	check "options.v$fam.listener.defer_accept" "TCP_DEFER_ACCEPT reads $da, want >= 5" "${da:-0}" -ge 5
 	line=$(grep 'event=listen ' "$TMP/all$fam.err")
 	check "options.v$fam.log" "listen line lacks keys: $line" -n "$(printf '%s' "$line" |
@@ -65,14 +55,7 @@ done
 if command -v strace >/dev/null; then
 	(
 		export SOCKTUNE_NODELAY=1 SOCKTUNE_KEEPALIVE=1 SOCKTUNE_TOS=lowdelay
-		LD_PRELOAD=$LIB strace -f -qq -e trace=setsockopt -o "$TMP/strace.txt" \
-			$PY "$OPTSERVER" --count 6 >"$TMP/st.out" 2>"$TMP/st.err" &
-		wait_file "$TMP/st.out" port
-		port=$(jget "$TMP/st.out" 1 port)
-		for i in 1 2 3 4 5 6; do
-			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		done
-		wait
+		SRV_WRAP="strace -f -qq -e trace=setsockopt -o $TMP/strace.txt" opt_serve st 4 6
 	)
 	n=$(grep -c 'setsockopt(' "$TMP/strace.txt")
 	# SO_REUSEADDR by the app, then NODELAY, KEEPALIVE, TOS on the listener: 4, not 4 + 6k.
@@ -117,7 +100,7 @@ check precedence.app.listen-line "listen line should say rcvbuf=app" -n "$(grep 
 expect dry.backlog "$TMP/dry.out" 1 listener.backlog 5
 expect dry.nodelay "$TMP/dry.out" 2 nodelay 0
 expect dry.keepalive "$TMP/dry.out" 2 keepalive 0
-expect dry.rcvbuf-untouched "$TMP/dry.out" 2 rcvbuf "$(jget "$TMP/plain.out" 2 rcvbuf)"
+expect dry.rcvbuf-untouched "$TMP/dry.out" 2 rcvbuf "$(json_get "$TMP/plain.out" rcvbuf 2)"
 line=$(grep 'event=listen ' "$TMP/dry.err")
 check dry.logged "listen line: $line" -n "$(printf '%s' "$line" | grep 'dry_run=1' | grep 'backlog.want=1000' | grep 'rcvbuf.want=1048576')"
 
@@ -131,14 +114,7 @@ expect rcvbuf-force.privileged "$TMP/force.out" 2 rcvbuf $((big * 2))
 if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw true 2>/dev/null; then
 	(
 		export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1 SOCKTUNE_MARK=7 SOCKTUNE_NODELAY=1
-		LD_PRELOAD=$LIB setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw \
-			$PY "$OPTSERVER" --count 2 >"$TMP/unpriv.out" 2>"$TMP/unpriv.err" &
-		wait_file "$TMP/unpriv.out" port
-		port=$(jget "$TMP/unpriv.out" 1 port)
-		for i in 1 2; do
-			$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$port),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null
-		done
-		wait
+		SRV_WRAP="setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw" opt_serve unpriv 4 2
 	)
 	expect unprivileged.rcvbuf-fallback "$TMP/unpriv.out" 2 rcvbuf $((rmem_max * 2))
 	expect unprivileged.mark-unset "$TMP/unpriv.out" 2 mark 0

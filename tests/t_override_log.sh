@@ -2,8 +2,7 @@
 # The app sets a governed option itself: the same value as the policy's is no news (debug
 # only); a value the policy replaced is said once per kind of socket and option, and the
 # line names the socket (fd= and addr=).  IPv4 and IPv6.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
+. "$(dirname "$0")/lib.sh"
 
 for fam in 4 6; do
 	# the app sets TCP_NODELAY=1 itself, as most servers do, and the policy wants 1 too

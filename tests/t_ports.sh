@@ -2,7 +2,6 @@
 # SOCKTUNE_PORTS: a listener on an excluded port is left exactly as an untuned run leaves it
 # (and nothing is logged); one on an included port, alone or in a range, is tuned.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 TUNE="SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=256K SOCKTUNE_BACKLOG=77"
 
@@ -14,8 +13,8 @@ serve() {
 		fail "$_n" "tserver did not start on port $_port: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$SRV_PORT" >/dev/null
+	wait_server
 }
 
 # values NAME: the accepted socket's values and the backlog, one word.

@@ -4,7 +4,6 @@
 # children, exec chains (shell script -> server), and no descriptor of the library surviving
 # into exec'd children.  fdops runs each scenario with and without the library.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 POL="SOCKTUNE_NODELAY=1 SOCKTUNE_KEEPALIVE=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_RCVBUF=256K
 SOCKTUNE_QUICKACK=1 SOCKTUNE_LOG=debug"
@@ -114,12 +113,9 @@ cat >"$TMP/chain.sh" <<EOS
 #!/bin/sh
 exec sh -c 'exec "\$0" "\$@"' "$BIN/tserver" "\$@"
 EOS
-env LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 sh "$TMP/chain.sh" -n 1 -t 10 \
-	>"$TMP/chain.out" 2>"$TMP/chain.err" &
-if wait_file "$TMP/chain.out" '^PORT '; then
-	port=$(sed -n 's/^PORT //p' "$TMP/chain.out")
-	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$port" >/dev/null 2>&1
-	wait $!
+if start_server chain LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 -- sh "$TMP/chain.sh" -n 1 -t 10; then
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
+	wait_server
 	line=$(grep '^CONN' "$TMP/chain.out")
 	check exec_chain_tuned "server after sh -> sh -> exec: $line" \
 		"$(field "$line" nodelay)" = 1 -a "$(field "$line" backlog)" = 77

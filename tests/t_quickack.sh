@@ -3,7 +3,6 @@
 # request in two small writes (Nagle on) waits for its own delayed ACK (~40 ms) on every
 # request; with SOCKTUNE_QUICKACK=1 it does not.  Counts of requests over 20 ms, not times.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 N=50
 
@@ -17,8 +16,8 @@ split() {
 		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$TS_PORT")
-	ts_wait
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$SRV_PORT")
+	wait_server
 	OVER=$(kc_val "$RES" over)
 	if [ "$(kc_val "$RES" done)" != $N ]; then
 		fail "$_n" "client did not finish: $RES"
@@ -83,12 +82,11 @@ while True:
 '
 for how in recvfrom recvmsg readv; do
 	n=py_$how
-	LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 timeout 20 "$PY" -c "$PYSRV" $how >"$TMP/$n.out" 2>"$TMP/$n.err" &
-	if ! wait_file "$TMP/$n.out" '^PORT '; then
+	if ! start_server $n LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- timeout 20 "$PY" -c "$PYSRV" $how; then
 		fail quickack_$how "python server did not start: $(cat "$TMP/$n.err")"
 		continue
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$(sed -n 's/^PORT //p' "$TMP/$n.out")")
-	wait $!
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$SRV_PORT")
+	wait_server
 	check quickack_$how "with QUICKACK and $how: $RES" "$(kc_val "$RES" done)" = $N -a "$(kc_val "$RES" over)" -le 5
 done

@@ -7,7 +7,6 @@
 # event=inherit warning, and accepts cost no setsockopt (strace: N and 2N accepts, the same
 # count).
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 # rl_start NAME [VAR=value...] -- [relisten args]: relisten in the background (TS_CMD).
 rl_start() {
@@ -29,8 +28,8 @@ else
 	for fam in 4 6; do
 		n=relog_v$fam
 		rl_start $n LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG_MIN=2000 -- -$fam -b 3000 -B 1024 -B 1024 -B 2500 -n 1 || continue
-		"$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$TS_PORT" >/dev/null
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+		wait_server
 		first=$(grep 'event=listen ' "$TMP/$n.err" | sed -n 1p)
 		second=$(grep 'event=listen ' "$TMP/$n.err" | sed -n 2p)
 		third=$(grep 'event=listen ' "$TMP/$n.err" | sed -n 3p)
@@ -72,14 +71,14 @@ POLICY="SOCKTUNE_NODELAY=1 SOCKTUNE_RCVBUF=262144"
 queued() {
 	_n=$1 _fam=$2 _c=$3 _x=$4
 	SETS=""
-	[ -n "$STRACE" ] && TS_WRAP="strace -f -qq -e trace=setsockopt -o $TMP/$_n.st"
+	[ -n "$STRACE" ] && SRV_WRAP="strace -f -qq -e trace=setsockopt -o $TMP/$_n.st"
 	# shellcheck disable=SC2086 # the policy words are split on purpose
 	RL_CMD="$PY $TMP/act.py $_fam $BIN/relisten" rl_start $_n ST_PRELOAD="$LIB" $POLICY $_x -- -B 128 -n $_c
 	_r=$?
-	unset TS_WRAP
+	unset SRV_WRAP
 	[ $_r = 0 ] || return 1
-	"$BIN/kaclient" burst -n $((_c - 1)) -T 5 "$(host_of $_fam)" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n $((_c - 1)) -T 5 "$(host_of $_fam)" "$SRV_PORT" >/dev/null
+	wait_server
 	[ -n "$STRACE" ] && SETS=$(grep -c 'setsockopt(' "$TMP/$_n.st")
 	return 0
 }
@@ -112,10 +111,10 @@ done
 for fam in 4 6; do
 	n=twice_v$fam
 	rl_start $n LD_PRELOAD="$LIB" $POLICY -- -$fam -Q -B 128 -n 4 || continue
-	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$TS_PORT" >/dev/null
+	"$BIN/kaclient" burst -n 1 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
 	wait_file "$TMP/$n.out" '^RELISTEN '
-	"$BIN/kaclient" burst -n 3 -T 5 "$(host_of $fam)" "$TS_PORT" >/dev/null
-	ts_wait
+	"$BIN/kaclient" burst -n 3 -T 5 "$(host_of $fam)" "$SRV_PORT" >/dev/null
+	wait_server
 	check ${n}_no_false_warning "$(cat "$TMP/$n.err")" "$(count_lines "$TMP/$n.err" event=inherit)" -eq 0 \
 		-a "$(grep -c 'CONN .*nodelay=1' "$TMP/$n.out")" -eq 4
 done

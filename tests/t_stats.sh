@@ -3,19 +3,16 @@
 # their handshake, then accepts them all: accepted = 20, the queue peak shows the burst,
 # the file stays readable after SIGKILL, --json parses, a file of another version is
 # refused, and a normal exit logs one event=summary line per listener.
-. "$ROOT/tests/lib.sh"
-CLI=$B/socktune
+. "$(dirname "$0")/lib.sh"
 N=20
 
 # hold NAME MODE: holdserver under the preload; N connections held open while it waits,
 # then it accepts them.  MODE: exit (normal exit) or hang (waits to be killed).
 hold() {
 	rm -f "$TMP/go"
-	SOCKTUNE_STATS="$TMP/$1.%p" SOCKTUNE_BACKLOG=64 LD_PRELOAD=$LIB \
-		$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" $N "$2" >"$TMP/$1.out" 2>"$TMP/$1.err" &
-	HPID=$!
-	wait_file "$TMP/$1.out" . || return 1
-	port=$(head -n 1 "$TMP/$1.out")
+	start_server "$1" SOCKTUNE_STATS="$TMP/$1.%p" SOCKTUNE_BACKLOG=64 LD_PRELOAD="$LIB" -- \
+		$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" $N "$2" || return 1
+	HPID=$SRV_PID port=$SRV_PORT
 	$PY -c '
 import os, socket, sys, time
 cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5) for _ in range(int(sys.argv[2]))]
@@ -28,27 +25,20 @@ while time.monotonic() < deadline and "accepted" not in open(sys.argv[4]).read()
 	STATS="$TMP/$1.$HPID"
 }
 
-jkey() {
-	$PY -c 'import json,sys
-d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
-print(d)' "$1" 2>/dev/null
-}
-
 # ---- a normal exit: counters, peak, summary line ----
 hold normal exit
 wait $HPID
 if [ -f "$STATS" ]; then
 	"$CLI" stats --json "$STATS" >"$TMP/normal.json"
-	check stats.accepted "accepted $(jkey listeners.0.accepted <"$TMP/normal.json"), want $N" \
-		"$(jkey listeners.0.accepted <"$TMP/normal.json")" = $N
-	peak=$(jkey listeners.0.queue_peak <"$TMP/normal.json")
+	check stats.accepted "accepted $(json_get "$TMP/normal.json" listeners.0.accepted), want $N" \
+		"$(json_get "$TMP/normal.json" listeners.0.accepted)" = $N
+	peak=$(json_get "$TMP/normal.json" listeners.0.queue_peak)
 	# the first accept samples the queue with the other N-1 still in it
 	check stats.queue-peak "queue_peak $peak after a held burst of $N" "${peak:-0}" -ge $((N / 2))
-	check stats.backlog "backlog $(jkey listeners.0.backlog <"$TMP/normal.json"), want 64" \
-		"$(jkey listeners.0.backlog <"$TMP/normal.json")" = 64
-	check stats.port "port $(jkey listeners.0.port <"$TMP/normal.json"), want $port" \
-		"$(jkey listeners.0.port <"$TMP/normal.json")" = "$port"
+	check stats.backlog "backlog $(json_get "$TMP/normal.json" listeners.0.backlog), want 64" \
+		"$(json_get "$TMP/normal.json" listeners.0.backlog)" = 64
+	check stats.port "port $(json_get "$TMP/normal.json" listeners.0.port), want $port" \
+		"$(json_get "$TMP/normal.json" listeners.0.port)" = "$port"
 	n=$(grep -c "event=summary .*accepted=$N " "$TMP/normal.err")
 	check stats.summary "$n summary lines with accepted=$N, want 1: $(grep summary "$TMP/normal.err")" "$n" -eq 1
 else
@@ -67,8 +57,8 @@ else
 fi
 "$CLI" stats --json "$STATS" >"$TMP/killed.json" 2>&1
 check stats.json-parses "json: $(head -c 300 "$TMP/killed.json")" \
-	-n "$(jkey process.quickack_rearms <"$TMP/killed.json")" -a \
-	-n "$(jkey listeners.0.queue_last <"$TMP/killed.json")" -a -n "$(jkey listeners.0.addr <"$TMP/killed.json")"
+	-n "$(json_get "$TMP/killed.json" process.quickack_rearms)" -a \
+	-n "$(json_get "$TMP/killed.json" listeners.0.queue_last)" -a -n "$(json_get "$TMP/killed.json" listeners.0.addr)"
 check stats.no-summary-on-kill "summary after SIGKILL?" -z "$(grep event=summary "$TMP/killed.err")"
 
 # ---- a file from another version is refused, with a clear message ----
@@ -89,13 +79,12 @@ check stats.watch "$n tables from --watch 1 --count 2" "$n" -eq 2
 # whose counters live in its own memory, runs on (its snapshots stop: the path now names
 # another inode) and the file at the path stays whole ----
 rm -f "$TMP/go"
-SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD=$LIB $PY "$ROOT/tests/py/holdserver.py" "$TMP/go" 1 hang \
-	>"$TMP/first.out" 2>"$TMP/first.err" &
-first=$!
-wait_file "$TMP/first.out" . && wait_file "$TMP/first.err" 'event=stats'
+start_server first SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD="$LIB" -- \
+	$PY "$ROOT/tests/py/holdserver.py" "$TMP/go" 1 hang && wait_file "$TMP/first.err" 'event=stats'
+first=$SRV_PID
 SOCKTUNE_STATS="$TMP/shared" LD_PRELOAD=$LIB $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(1)' 2>"$TMP/second.err"
 touch "$TMP/go"
-$PY -c "import socket; socket.create_connection(('127.0.0.1', $(head -n 1 "$TMP/first.out")), timeout=5)" 2>/dev/null
+$PY -c "import socket; socket.create_connection(('127.0.0.1', $SRV_PORT), timeout=5)" 2>/dev/null
 wait_file "$TMP/first.out" accepted
 check stats.shared-path-survives "first server: $(cat "$TMP/first.out" "$TMP/first.err" | tail -n 3)" \
 	-n "$(grep accepted "$TMP/first.out")" -a -n "$(kill -0 $first 2>/dev/null && echo alive)"

@@ -4,17 +4,8 @@
 # a symlink, a character device, /dev/null itself), a listener reloaded 300 times, a thread
 # with a 16-24 KiB stack, and the exit summary after main() called pthread_exit().  Each
 # case on IPv4 and IPv6; each asserts the server kept serving and what became of the file.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
-CLI=$B/socktune
+. "$(dirname "$0")/lib.sh"
 PROBE=$BIN/statsprobe
-
-jkey() {
-	$PY -c 'import json,sys
-d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
-print(d)' "$1" 2>/dev/null
-}
 
 # warns NAME: the number of level=warn lines in $TMP/NAME.err
 warns() {
@@ -54,10 +45,10 @@ for fam in 4 6; do
 	# ---- a full filesystem: the server serves, one warning, no temporary file ----
 	if can_unshare; then
 		mkdir -p "$TMP/full$fam"
-		TS_WRAP="unshare -m sh $TMP/fullfs.sh $TMP/full$fam" \
+		SRV_WRAP="unshare -m sh $TMP/fullfs.sh $TMP/full$fam" \
 			ts_start full$fam LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/full$fam/stats -- -$fam -n 3 -t 10
-		"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		check stats-hostile.full-disk-serves.ip$fam "status $rc, $(tail -n 2 "$TMP/full$fam.out")" \
 			"$rc" = 0 -a -n "$(grep '^DONE conns=3' "$TMP/full$fam.out")"
@@ -72,19 +63,19 @@ for fam in 4 6; do
 	# ---- the file truncated under the running server (truncate -s 0, then : >) ----
 	F=$TMP/trunc$fam
 	ts_start trunc$fam LD_PRELOAD=$LIB SOCKTUNE_STATS=$F -- -$fam -n 9 -t 10
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 	truncate -s 0 "$F"
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
 	: >"$F"
 	sleep 0.15 # past the 100 ms sampling interval: the next accept writes the file again
-	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$TS_PORT" >"$TMP/trunc$fam.client" 2>&1
-	ts_wait
+	"$BIN/kaclient" burst -n 3 -T 5 "$host" "$SRV_PORT" >"$TMP/trunc$fam.client" 2>&1
+	wait_server
 	rc=$?
 	check stats-hostile.truncated-serves.ip$fam "status $rc, $(tail -n 2 "$TMP/trunc$fam.out") $(cat "$TMP/trunc$fam.err")" \
 		"$rc" = 0 -a -n "$(grep '^DONE conns=9' "$TMP/trunc$fam.out")"
 	"$CLI" stats --json "$F" >"$TMP/trunc$fam.json" 2>&1
 	check stats-hostile.truncated-rewritten.ip$fam "$(head -c 300 "$TMP/trunc$fam.json")" \
-		"$(jkey listeners.0.accepted <"$TMP/trunc$fam.json")" = 9
+		"$(json_get "$TMP/trunc$fam.json" listeners.0.accepted)" = 9
 
 	# ---- paths that are not stats files: refused, left exactly as they were ----
 	printf 'precious\n\001\002 not a stats file\n' >"$TMP/orig"
@@ -95,8 +86,8 @@ for fam in 4 6; do
 	for kind in plain link fifo; do
 		n=$kind$fam
 		ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/$n -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		case $kind in
 		plain) same=$(cmp -s "$TMP/orig" "$TMP/$n" && [ -f "$TMP/$n" ] && echo yes) ;;
@@ -111,8 +102,8 @@ for fam in 4 6; do
 	if [ "$(id -u)" = 0 ] && mknod "$TMP/null$fam" c 1 3 2>/dev/null; then
 		n=null$fam
 		ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=$TMP/$n -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		now=$(stat -c '%F %t,%T' "$TMP/$n")
 		check stats-hostile.refused-chardev.ip$fam "status $rc, now $now, $(cat "$TMP/$n.err")" \
@@ -124,10 +115,10 @@ for fam in 4 6; do
 	# /dev/null itself, in a private /dev so a regression cannot break the host's
 	if can_unshare; then
 		n=devnull$fam
-		TS_WRAP="unshare -m sh $TMP/devns.sh $TMP/$n.after" \
+		SRV_WRAP="unshare -m sh $TMP/devns.sh $TMP/$n.after" \
 			ts_start $n LD_PRELOAD=$LIB SOCKTUNE_STATS=/dev/null -- -$fam -n 1 -t 10
-		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$TS_PORT" >/dev/null 2>&1
-		ts_wait
+		"$BIN/kaclient" burst -n 1 -T 5 "$host" "$SRV_PORT" >/dev/null 2>&1
+		wait_server
 		rc=$?
 		check stats-hostile.refused-dev-null.ip$fam "status $rc, /dev/null now: $(cat "$TMP/$n.after" 2>/dev/null), $(cat "$TMP/$n.err")" \
 			"$rc" = 0 -a "$(cat "$TMP/$n.after" 2>/dev/null)" = "character special file 1,3" -a \
@@ -150,15 +141,15 @@ for fam in 4 6; do
 	wait $rpid
 	rc=$?
 	j=$TMP/reload$fam.json
-	port=$(sed -n 's/^PORT //p' "$TMP/reload$fam.out")
+	port=$(port_of "$TMP/reload$fam.out")
 	nl=$($PY -c 'import json,sys; print(len(json.load(sys.stdin)["listeners"]))' <"$j" 2>/dev/null)
 	check stats-hostile.reload-last-counted.ip$fam "status $rc, $nl listeners, $(head -c 400 "$j")" \
-		"$rc" = 0 -a "$nl" = 1 -a "$(jkey listeners.0.port <"$j")" = "$port" -a \
-		"$(jkey listeners.0.accepted <"$j")" = 3 -a "$(jkey listeners.0.closed <"$j")" = False
+		"$rc" = 0 -a "$nl" = 1 -a "$(json_get "$j" listeners.0.port)" = "$port" -a \
+		"$(json_get "$j" listeners.0.accepted)" = 3 -a "$(json_get "$j" listeners.0.closed)" = False
 	check stats-hostile.reload-retired.ip$fam "$(head -c 400 "$j")" \
-		"$(jkey process.retired_listeners <"$j")" = 300 -a "$(jkey process.retired_accepted <"$j")" = 300
-	check stats-hostile.live-read.ip$fam "source $(jkey source <"$j"), $fds descriptors on the file" \
-		"$(jkey source <"$j")" = live -a "$fds" = 0
+		"$(json_get "$j" process.retired_listeners)" = 300 -a "$(json_get "$j" process.retired_accepted)" = 300
+	check stats-hostile.live-read.ip$fam "source $(json_get "$j" source), $fds descriptors on the file" \
+		"$(json_get "$j" source)" = live -a "$fds" = 0
 
 	# ---- a thread with a small stack calls listen() and accept() ----
 	if [ -n "${ST_SANITIZER:-}" ]; then
@@ -172,7 +163,7 @@ for fam in 4 6; do
 			"$CLI" stats --json "$TMP/stack$fam" >"$TMP/stack$fam.json" 2>&1
 			check stats-hostile.small-stack-${k}k.ip$fam "status $rc: $(cat "$TMP/stack$fam.err")" \
 				"$rc" = 0 -a -n "$(grep '^OK' "$TMP/stack$fam.out")" -a \
-				"$(jkey listeners.0.accepted <"$TMP/stack$fam.json")" = 3
+				"$(json_get "$TMP/stack$fam.json" listeners.0.accepted)" = 3
 		done
 	fi
 
@@ -193,15 +184,9 @@ conns=${ST_STRESS_CONNS:-2000}
 [ "$conns" -gt 2000 ] && conns=2000
 for fam in 4 6; do
 	F=$TMP/prefork$fam
-	SOCKTUNE_STATS=$F LD_PRELOAD=$LIB "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 \
-		>"$TMP/prefork$fam.out" 2>"$TMP/prefork$fam.err" &
-	spid=$!
-	i=0
-	while [ "$(count_lines "$TMP/prefork$fam.out" '^READY')" -lt 2 ] && [ $i -lt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	port=$(sed -n 's/^PORT //p' "$TMP/prefork$fam.out")
+	start_server prefork$fam SOCKTUNE_STATS="$F" LD_PRELOAD="$LIB" -- "$BIN/mtserver" -$fam -P 2 -t 4 -T 60 &&
+		busywait 10000 file_has "$TMP/prefork$fam.out" '^READY' 2
+	spid=$SRV_PID port=$SRV_PORT
 	"$BIN/loadgen" -n "$conns" -c 16 -r 1 -w 10 -T 120 "$(host_of $fam)" "$port" >"$TMP/prefork$fam.load" 2>&1
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.live" 2>&1
 	# mtserver ends with _exit() (no destructor), like a killed server: the file holds the
@@ -215,9 +200,9 @@ for fam in 4 6; do
 	rc=$?
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.snap" 2>&1
 	check stats-hostile.prefork-threads-live.ip$fam "status $rc, $(cat "$TMP/prefork$fam.load") $(head -c 300 "$TMP/prefork$fam.live")" \
-		"$rc" = 0 -a "$(jkey source <"$TMP/prefork$fam.live")" = live -a \
-		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.live")" = "$conns"
+		"$rc" = 0 -a "$(json_get "$TMP/prefork$fam.live" source)" = live -a \
+		"$(json_get "$TMP/prefork$fam.live" listeners.0.accepted)" = "$conns"
 	check stats-hostile.prefork-threads-snapshot.ip$fam "$(cat "$TMP/prefork$fam.snap" "$TMP/prefork$fam.out" "$TMP/prefork$fam.err")" \
-		"$(jkey source <"$TMP/prefork$fam.snap")" = snapshot -a \
-		"$(jkey listeners.0.accepted <"$TMP/prefork$fam.snap")" = $((conns + 1))
+		"$(json_get "$TMP/prefork$fam.snap" source)" = snapshot -a \
+		"$(json_get "$TMP/prefork$fam.snap" listeners.0.accepted)" = $((conns + 1))
 done

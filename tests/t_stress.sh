@@ -15,20 +15,21 @@ fdcount() {
 	ls "/proc/$1/fd" 2>/dev/null | wc -l
 }
 
+# fds_back: true when every process of $pids has $before's descriptor counts (sets after)
+fds_back() {
+	after=""
+	for p in $pids; do after="$after $(fdcount "$p")"; done
+	[ "$after" = "$before" ]
+}
+
 # stress NAME FAMILY HOST CONNS mtserver-args...
 stress() {
 	n=$1 fam=$2 host=$3 conns=$4
 	shift 4
 	# shellcheck disable=SC2086
-	env LD_PRELOAD="$LIB" $TUNE "$BIN/mtserver" -"$fam" -P 2 -t 4 -N 1 -B 524288 -T 120 "$@" \
-		>"$TMP/$n.out" 2>"$TMP/$n.err" &
-	spid=$!
-	i=0
-	while [ "$(grep -c '^READY' "$TMP/$n.out" 2>/dev/null)" -lt 2 ] && [ $i -lt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	port=$(sed -n 's/^PORT //p' "$TMP/$n.out")
+	start_server "$n" LD_PRELOAD="$LIB" $TUNE -- "$BIN/mtserver" -"$fam" -P 2 -t 4 -N 1 -B 524288 -T 120 "$@" &&
+		busywait 10000 file_has "$TMP/$n.out" '^READY' 2
+	spid=$SRV_PID port=$SRV_PORT
 	pids=$(sed -n 's/^PID //p' "$TMP/$n.out")
 	if [ -z "$port" ] || [ "$(echo $pids | wc -w)" -ne 2 ]; then
 		fail "$n" "server did not start: $(cat "$TMP/$n.out" "$TMP/$n.err")"
@@ -41,16 +42,8 @@ stress() {
 	res=$(grep '^LOADGEN' "$TMP/$n.load")
 	check ${n}_none_lost "loadgen: $(cat "$TMP/$n.load")" \
 		"$(field "$res" ok)" = "$conns" -a "$(field "$res" lost)" = 0
-	# the server closes its side once it reads EOF: give it a moment, bounded
-	after=""
-	i=0
-	while [ $i -lt 100 ]; do
-		after=""
-		for p in $pids; do after="$after $(fdcount "$p")"; done
-		[ "$after" = "$before" ] && break
-		sleep 0.05
-		i=$((i + 1))
-	done
+	# the server closes its side once it reads EOF: give it a moment, bounded (5 s)
+	busywait 5000 fds_back
 	check ${n}_fds_back "descriptor counts before:$before after:$after" "$after" = "$before"
 	alive=0
 	for p in $pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done

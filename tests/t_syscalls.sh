@@ -4,7 +4,6 @@
 # again, so the number of setsockopt/getsockopt calls does not grow with connections.
 # With QUICKACK: one setsockopt per accept and one per receive that returned data.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/servers.sh"
 
 if ! command -v strace >/dev/null 2>&1; then
 	skip syscalls "strace not installed (.ci/run installs it)"
@@ -17,21 +16,21 @@ fi
 traced() {
 	_n=$1 _c=$2 _cl=$3
 	shift 3
-	TS_WRAP="strace -f -qq -e trace=setsockopt,getsockopt,read,recvfrom -o $TMP/$_n.st"
+	SRV_WRAP="strace -f -qq -e trace=setsockopt,getsockopt,read,recvfrom -o $TMP/$_n.st"
 	TS_CMD="$BIN/tserver -s -n $_c"
 	ts_start "$_n" "$@"
 	_r=$?
-	unset TS_WRAP TS_CMD
+	unset SRV_WRAP TS_CMD
 	if [ $_r != 0 ]; then
 		fail "$_n" "no server: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
 	if [ "$_cl" = burst ]; then
-		"$BIN/kaclient" burst -n "$_c" -T 5 127.0.0.1 "$TS_PORT" >/dev/null
+		"$BIN/kaclient" burst -n "$_c" -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
 	else
-		"$BIN/kaclient" split -n 10 -T 10 127.0.0.1 "$TS_PORT" >/dev/null
+		"$BIN/kaclient" split -n 10 -T 10 127.0.0.1 "$SRV_PORT" >/dev/null
 	fi
-	ts_wait
+	wait_server
 }
 
 sockopts() { grep "sockopt(" "$TMP/$1.st" | grep -vc SO_REUSEADDR; }

@@ -1,5 +1,5 @@
 """Keep-alive server that answers each newline-terminated request with one line, only
-once the whole request has arrived.  Prints its port.  Serves one connection."""
+once the whole request has arrived.  Prints "PORT n".  Serves one connection."""
 import socket, sys
 
 fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
@@ -7,7 +7,7 @@ ls = socket.socket(fam, socket.SOCK_STREAM)
 ls.bind(("::1" if sys.argv[1] == "6" else "127.0.0.1", 0))
 ls.listen(5)
 ls.settimeout(20)
-print(ls.getsockname()[1], flush=True)
+print("PORT", ls.getsockname()[1], flush=True)
 c, _ = ls.accept()
 c.settimeout(20)
 buf = b""
