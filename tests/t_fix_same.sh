@@ -3,10 +3,7 @@
 # a real clamp or refusal through both (a tserver under the preload, and check --json with
 # the same setting), and compares the library's fix="..." with check's "fix" field.  Both
 # come from common/kernel.c; this fails when either side writes its own.
-. "$ROOT/tests/lib.sh"
-. "$ROOT/tests/servers.sh"
-
-CLI=$B/socktune
+. "$(dirname "$0")/lib.sh"
 
 # lib_fix NAME EVENT [VAR=value...]: the fix of the first EVENT line of a tserver run with the
 # variables (IPv4, one connection).
@@ -17,15 +14,9 @@ lib_fix() {
 	log_line "$_n" "$_ev" | sed -n 's/.* fix="\([^"]*\)".*/\1/p'
 }
 
-# check_fix OPTION ARGS...: check's fix for OPTION when run with ARGS.
+# check_fix ARGS...: the fix of check's one option when run with ARGS (one option given).
 check_fix() {
-	_o=$1
-	shift
-	"$CLI" check --json "$@" 2>/dev/null | $PY -c '
-import json, sys
-for o in json.load(sys.stdin)["options"]:
-    if o["option"] == sys.argv[1]:
-        print(o["fix"] or "")' "$_o"
+	"$CLI" check --json "$@" 2>/dev/null | json_get - options.0.fix
 }
 
 # same NAME LIBFIX CHECKFIX: both non-empty and equal.
@@ -40,23 +31,23 @@ tfo=$(cat /proc/sys/net/ipv4/tcp_fastopen)
 
 if [ "$rmem" -lt 268435456 ]; then
 	want=$((rmem * 2))
-	same rcvbuf_clamp "$(lib_fix rcvbuf clamp SOCKTUNE_RCVBUF=$want)" "$(check_fix rcvbuf --rcvbuf $want)"
+	same rcvbuf_clamp "$(lib_fix rcvbuf clamp SOCKTUNE_RCVBUF=$want)" "$(check_fix --rcvbuf $want)"
 else
 	skip rcvbuf_clamp "net.core.rmem_max=$rmem: too large to exceed"
 fi
 if [ "$wmem" -lt 268435456 ]; then
 	want=$((wmem * 2))
-	same sndbuf_clamp "$(lib_fix sndbuf clamp SOCKTUNE_SNDBUF=$want)" "$(check_fix sndbuf --sndbuf $want)"
+	same sndbuf_clamp "$(lib_fix sndbuf clamp SOCKTUNE_SNDBUF=$want)" "$(check_fix --sndbuf $want)"
 else
 	skip sndbuf_clamp "net.core.wmem_max=$wmem: too large to exceed"
 fi
 want=$((somax * 2))
-same backlog_clamp "$(lib_fix backlog clamp SOCKTUNE_BACKLOG=$want)" "$(check_fix backlog --backlog $want)"
+same backlog_clamp "$(lib_fix backlog clamp SOCKTUNE_BACKLOG=$want)" "$(check_fix --backlog $want)"
 same congestion_unknown "$(lib_fix cong setsockopt SOCKTUNE_CONGESTION=nosuchcc)" \
-	"$(check_fix congestion --congestion nosuchcc)"
+	"$(check_fix --congestion nosuchcc)"
 if [ $((tfo & 2)) -eq 0 ]; then
 	same fastopen_off "$(lib_fix tfo fastopen-disabled SOCKTUNE_FASTOPEN=16)" \
-		"$(check_fix fastopen --fastopen 16)"
+		"$(check_fix --fastopen 16)"
 else
 	skip fastopen_off "net.ipv4.tcp_fastopen=$tfo: the server side is on"
 fi
@@ -65,9 +56,9 @@ fi
 drop="--bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw"
 # shellcheck disable=SC2086 # the setpriv options are split on purpose
 if command -v setpriv >/dev/null && setpriv $drop true 2>/dev/null; then
-	TS_WRAP="setpriv $drop" lib_fix mark setsockopt SOCKTUNE_MARK=7 >"$TMP/mark.fix"
+	SRV_WRAP="setpriv $drop" lib_fix mark setsockopt SOCKTUNE_MARK=7 >"$TMP/mark.fix"
 	same mark_denied "$(cat "$TMP/mark.fix")" "$(setpriv $drop "$CLI" check --json --mark 7 |
-		$PY -c 'import json,sys; print([o["fix"] for o in json.load(sys.stdin)["options"]][0] or "")')"
+		json_get - options.0.fix)"
 else
 	skip mark_denied "setpriv cannot drop CAP_NET_ADMIN here"
 fi
