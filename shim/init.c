@@ -13,9 +13,6 @@
 
 #include "shim.h"
 
-struct st_policy st_policy;
-_Atomic int st_ready;
-int st_enabled;
 
 extern char **environ;
 

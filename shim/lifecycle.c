@@ -1,57 +1,8 @@
 /* Descriptor lifecycle: copies (dup2, dup3), closes (close, close_range, closefrom), and
- * the vfork() child that runs in our memory and must leave the parent's entries alone. */
+ * in a vfork() child (vfork.c), which runs in our memory, the parent's entries left alone. */
 #include <errno.h>
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "tune.h"
-
-/* A vfork() child shares our memory until it execs: its close() of an inherited listener
- * or quick-ack connection must not clear the parent's entries.  Only entries whose loss
- * would matter pay the getpid() that tells. */
-static pid_t st_pid;
-
-static void forked_child(void)
-{
-	st_pid = getpid();
-}
-
-void st_pid_init(void)
-{
-	st_pid = getpid();
-	pthread_atfork(NULL, NULL, forked_child);
-}
-
-/* Another pid than ours: a vfork() child (our memory), or a child made by _Fork() or
- * clone(), which skip the atfork handler (a copy of it, with our stale pid).  kcmp tells
- * the two apart; a copy takes its own pid from then on.  When kcmp cannot say (an old
- * kernel, no permission), the entries are left alone as in a vfork child. */
-#ifndef KCMP_VM
-#define KCMP_VM 1
-#endif
-static int shares_our_memory(void)
-{
-	pid_t me = getpid();
-	if (me == st_pid)
-		return 0;
-	int saved = errno;
-	long r = syscall(SYS_kcmp, me, st_pid, KCMP_VM, 0, 0);
-	/* no such process: our pid's process is gone, and a vfork child cannot outlive the
-	 * parent whose memory it runs in */
-	int copy = r > 0 || (r < 0 && errno == ESRCH);
-	errno = saved;
-	if (copy) {
-		st_pid = me; /* a copy: writing it changes nothing in the parent */
-		return 0;
-	}
-	return 1;
-}
-
-int st_in_vfork_child(void)
-{
-	return shares_our_memory();
-}
 
 /* Whether [first, last] holds an entry a vfork child must not clear. */
 static int in_vfork_child(unsigned first, unsigned last)
@@ -61,7 +12,7 @@ static int in_vfork_child(unsigned first, unsigned last)
 	for (unsigned fd = first; fd < high && fd <= last; fd++) {
 		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
 		if (ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK))
-			return shares_our_memory();
+			return st_in_vfork_child();
 	}
 	return 0;
 }
@@ -75,7 +26,7 @@ void st_duped(int oldfd, int newfd)
 	}
 	uint64_t e = st_fd_get(oldfd);
 	/* a vfork child must not take a reference to its parent's record */
-	if (ST_FD_KIND(e) == ST_FD_LISTENER && shares_our_memory()) {
+	if (ST_FD_KIND(e) == ST_FD_LISTENER && st_in_vfork_child()) {
 		errno = saved;
 		return;
 	}
@@ -101,7 +52,7 @@ void st_closing(unsigned first, unsigned last)
 		return;
 	if (first == last) { /* close(): the common case, one entry */
 		uint64_t e = atomic_load_explicit(&m->ent[first], memory_order_relaxed);
-		if (!e || ((ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK)) && shares_our_memory()))
+		if (!e || ((ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK)) && st_in_vfork_child()))
 			return;
 		if (st_record_of(e))
 			st_release_record(atomic_exchange_explicit(&m->ent[first], 0, memory_order_acq_rel));

@@ -119,6 +119,12 @@ static int raw_execvpe(const char *file, char *const argv[], char *const envp[])
 	int (*f)(const char *, char *const[], char *const[]) = next_sym("execvpe");
 	return f ? f(file, argv, envp) : -1;
 }
+/* What every part of the library reads, filled once by init (init.c): the policy, and
+ * whether it is live (shim.h). */
+struct st_policy st_policy;
+_Atomic int st_ready;
+int st_enabled;
+
 /* the fallback of each real function is raw_<name> */
 #define ST_RAW(name, symbol, kind, ret, params) ST_IF_REAL(kind, .name = raw_##name,)
 struct st_real st_real = {ST_HOOKS(ST_RAW)};
