@@ -50,6 +50,22 @@ for fam in 4 6; do
 		grep 'keepalive.idle=30' | grep "congestion=$want_cc" | grep 'tos=16' | grep 'mark=7')"
 done
 
+# One line per plain integer option (an option added by one row of ST_VARIABLES adds one
+# here): NAME SOCKTUNE_X=VALUE LEVEL:OPTNAME EXPECTED, read back on each accepted socket.
+while read -r name setting where want; do
+	[ -n "$name" ] || continue
+	for fam in 4 6; do
+		(
+			export "$setting"
+			opt_serve "one_$name$fam" "$fam" 1 --read "$name=$where"
+		)
+		expect "options.one.$name.v$fam" "$TMP/one_$name$fam.out" 2 "$name" "$want"
+	done
+done <<EOF
+user_timeout SOCKTUNE_USER_TIMEOUT=12345 6:18 12345
+notsent_lowat SOCKTUNE_NOTSENT_LOWAT=4K 6:25 4096
+EOF
+
 # SO_PRIORITY is not inherited: set per connection.  Everything else: zero syscalls per
 # accepted connection, checked here by counting setsockopt calls with strace.
 if command -v strace >/dev/null; then

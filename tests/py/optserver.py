@@ -13,6 +13,8 @@ p.add_argument("--app-rcvbuf", type=int, default=0)
 p.add_argument("--app-nodelay-off", action="store_true")
 p.add_argument("--app-nodelay-on", action="store_true")
 p.add_argument("--app-priority", type=int, default=-1, help="SO_PRIORITY on the listener only")
+p.add_argument("--read", action="append", default=[], metavar="NAME=LEVEL:OPTNAME",
+               help="also read this integer option on each accepted socket, as NAME")
 a = p.parse_args()
 
 fam = socket.AF_INET6 if a.family == "6" else socket.AF_INET
@@ -81,5 +83,9 @@ for _ in range(a.count):
         "priority": geti(c, socket.SOL_SOCKET, SO_PRIORITY),
         "mark": geti(c, socket.SOL_SOCKET, SO_MARK),
     }
+    for r in a.read:
+        name, where = r.split("=")
+        level, opt = where.split(":")
+        d[name] = geti(c, int(level), int(opt))
     print(json.dumps(d), flush=True)
     c.close()
