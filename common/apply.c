@@ -63,11 +63,13 @@ static void apply_int(const struct st_sockops *ops, int fd, const struct st_appl
 	int got;
 	if (get_int(ops, fd, level, optname, &got) == 0)
 		o->got = got;
-	/* A dual-stack IPv6 socket carries IPv4 traffic too, whose TOS comes from IP_TOS. */
+	/* A dual-stack IPv6 socket carries IPv4 traffic too, which takes the IPv4 variant of an
+	 * option that has one (IP_TOS beside IPV6_TCLASS). */
+	const struct st_sockopt *so = &st_sockopts[i];
 	int v6only = 1;
-	if (i == ST_V_TOS && rq->family == AF_INET6 && !rq->dry && o->got != ST_UNREAD &&
+	if (so->label6 && rq->family == AF_INET6 && !rq->dry && o->got != ST_UNREAD &&
 	    get_int(ops, fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only) == 0 && !v6only)
-		set_int(ops, fd, IPPROTO_IP, IP_TOS, o->want);
+		set_int(ops, fd, so->level, so->optname, o->want);
 }
 
 int st_apply_one(const struct st_sockops *ops, int fd, const struct st_apply_req *rq, int i,
