@@ -51,13 +51,16 @@ for fam in 4 6; do
 done
 
 # One line per plain integer option (an option added by one row of ST_VARIABLES adds one
-# here): NAME SOCKTUNE_X=VALUE LEVEL:OPTNAME EXPECTED, read back on each accepted socket.
+# here): NAME SOCKTUNE_X=VALUE LEVEL:OPTNAME EXPECTED, read back on each accepted socket
+# (LEVEL:OPTNAME/LEVEL6:OPTNAME6 when IPv6 sockets take another option).
 while read -r name setting where want; do
 	[ -n "$name" ] || continue
 	for fam in 4 6; do
+		w=${where%/*}
+		[ "$fam" = 6 ] && w=${where#*/}
 		(
 			export "$setting"
-			opt_serve "one_$name$fam" "$fam" 1 --read "$name=$where"
+			opt_serve "one_$name$fam" "$fam" 1 --read "$name=$w"
 		)
 		expect "options.one.$name.v$fam" "$TMP/one_$name$fam.out" 2 "$name" "$want"
 	done
