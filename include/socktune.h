@@ -107,6 +107,9 @@ enum st_type {
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
 	  "SO_MARK (needs CAP_NET_ADMIN)", \
 	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
+	X(TTL, "TTL", "ttl", ST_T_INT, 1, 255, "HOPS", "unset (net.ipv4.ip_default_ttl)",           \
+	  "IP_TTL / IPV6_UNICAST_HOPS: the hop limit of the packets sent",                        \
+	  SOCK6(IPPROTO_IP, IP_TTL, ST_O_CLIENT, NULL, NULL, IPPROTO_IPV6, IPV6_UNICAST_HOPS))     \
 	X(PRECEDENCE, "PRECEDENCE", "precedence", ST_T_PRECEDENCE, 0, 1, "policy|app", "policy",     \
 	  "who wins when the app sets a governed option itself", \
 	  NOSOCK) \

@@ -67,6 +67,7 @@ while read -r name setting where want; do
 done <<EOF
 user_timeout SOCKTUNE_USER_TIMEOUT=12345 6:18 12345
 notsent_lowat SOCKTUNE_NOTSENT_LOWAT=4K 6:25 4096
+ttl SOCKTUNE_TTL=33 0:2/41:16 33
 EOF
 
 # SO_PRIORITY is not inherited: set per connection.  Everything else: zero syscalls per
