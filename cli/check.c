@@ -57,8 +57,7 @@ static void refused(struct verdict *v, int i, int err)
 	st_sockopt_for(i, AF_INET, &level, &optname, &label);
 	v->status = V_FAILED;
 	snprintf(v->why, sizeof v->why, "setsockopt %s: %s", label, strerror(err));
-	if (err == EPERM)
-		st_fix_denied(i, v->fix, sizeof v->fix);
+	st_fix_refused(i, err, v->fix, sizeof v->fix);
 }
 
 /* SO_RCVBUF / SO_SNDBUF: request, read back, and explain any shortfall. */
@@ -146,6 +145,27 @@ static void check_keepalive(struct verdict *v, const struct st_policy *p)
 	}
 }
 
+/* A name option other than the congestion control (SO_BINDTODEVICE): set on a probe, read
+ * back, compared. */
+static void check_name(struct verdict *v, const struct st_policy *p)
+{
+	struct st_outcome o;
+	char got[ST_NAME_MAX] = "";
+	if (probe_apply(p, v->id, &o, got) != 0) {
+		no_probe(v);
+		return;
+	}
+	if (o.state == ST_FAILED) {
+		refused(v, v->id, o.err);
+		if (!v->fix[0])
+			st_fix_refused(v->id, o.err, v->fix, sizeof v->fix);
+		return;
+	}
+	v->measured = o.got != ST_UNREAD;
+	v->status = o.got == 1 ? V_OK : V_CLAMPED;
+	snprintf(v->why, sizeof v->why, "%s%s", o.got == 1 ? "ok" : "the kernel kept ", o.got == 1 ? "" : got);
+}
+
 /* Any other option of the table: set on a probe, read back, compared as the library does. */
 static void check_readback(struct verdict *v, const struct st_policy *p)
 {
@@ -168,7 +188,8 @@ static void check_readback(struct verdict *v, const struct st_policy *p)
 	if (v->status == V_OK && o.got > v->want && (st_sockopts[v->id].flags & ST_O_ROUNDS_UP))
 		snprintf(v->why, sizeof v->why, "ok (rounded up to %d%s)", o.got,
 		         /* kept as a count of SYN-ACK retransmissions, reported as the time it covers */
-		         v->id == ST_V_DEFER_ACCEPT ? " s: SYN-ACK retransmission steps" : "");
+		         v->id == ST_V_DEFER_ACCEPT ? " s: SYN-ACK retransmission steps"
+		         : st_vars[v->id].type == ST_T_USEC ? " us: the kernel counts in jiffies" : "");
 }
 
 static void check_congestion(struct verdict *v, const struct st_policy *p, const struct host *h)
@@ -296,7 +317,9 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 			snprintf(v->why, sizeof v->why, "ok (net.ipv4.tcp_fastopen=%lld)", tfo);
 		}
 	} else {
-		if (st_is_sockopt(v->id)) {
+		if (st_is_sockopt(v->id) && (st_sockopts[v->id].flags & ST_O_NAME)) {
+			check_name(v, p);
+		} else if (st_is_sockopt(v->id)) {
 			check_readback(v, p);
 		} else {
 			/* an option this check does not know yet: the library still applies it */

@@ -22,24 +22,25 @@ static int set_int(const struct st_sockops *ops, int fd, int level, int optname,
 	return ops->set(fd, level, optname, &val, sizeof val);
 }
 
-static int get_name(const struct st_sockops *ops, int fd, char *buf, socklen_t n)
+static int get_name(const struct st_sockops *ops, int fd, int level, int optname, char *buf,
+                    socklen_t n)
 {
 	memset(buf, 0, n);
-	return ops->get(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &n);
+	return ops->get(fd, level, optname, buf, &n);
 }
 
-static void apply_name(const struct st_sockops *ops, int fd, const struct st_apply_req *rq,
+static void apply_name(const struct st_sockops *ops, int fd, const struct st_apply_req *rq, int i,
                        int level, int optname, struct st_outcome *o, char *got)
 {
-	const char *name = rq->p->congestion;
+	const char *name = st_opt_name(rq->p, i);
 	if (!rq->dry && ops->set(fd, level, optname, name, (socklen_t)strlen(name)) != 0) {
 		o->state = ST_FAILED;
 		o->err = (short)errno;
 		return;
 	}
 	o->state = rq->dry ? ST_READ : ST_SET;
-	if (get_name(ops, fd, got, ST_NAME_MAX) == 0)
-		o->got = 1;
+	if (get_name(ops, fd, level, optname, got, ST_NAME_MAX) == 0)
+		o->got = strcmp(got, name) == 0;
 }
 
 static void apply_int(const struct st_sockops *ops, int fd, const struct st_apply_req *rq, int i,
@@ -91,7 +92,7 @@ int st_apply_one(const struct st_sockops *ops, int fd, const struct st_apply_req
 	const char *label;
 	st_sockopt_for(i, rq->family, &level, &optname, &label);
 	if (flags & ST_O_NAME)
-		apply_name(ops, fd, rq, level, optname, o, name);
+		apply_name(ops, fd, rq, i, level, optname, o, name);
 	else
 		apply_int(ops, fd, rq, i, level, optname, o);
 	return 1;
@@ -116,13 +117,14 @@ void st_read_current(const struct st_sockops *ops, int fd, int family,
 		int level, optname, want;
 		const char *label;
 		cur[i] = ST_UNREAD;
-		if (!st_opt_want(p, i, &want) || (st_sockopts[i].flags & ST_O_BEFORE_BIND))
+		if (!st_opt_want(p, i, &want) ||
+		    (st_sockopts[i].flags & (ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY)))
 			continue;
 		st_sockopt_for(i, family, &level, &optname, &label);
 		if (st_sockopts[i].flags & ST_O_NAME) {
-			char name[16];
-			if (get_name(ops, fd, name, sizeof name) == 0)
-				cur[i] = strcmp(name, p->congestion) == 0;
+			char name[ST_NAME_MAX];
+			if (get_name(ops, fd, level, optname, name, sizeof name) == 0)
+				cur[i] = strcmp(name, st_opt_name(p, i)) == 0;
 		} else if (get_int(ops, fd, level, optname, &cur[i]) != 0) {
 			cur[i] = ST_UNREAD;
 		}
@@ -134,7 +136,7 @@ int st_is_applied(const struct st_policy *p, const int *cur)
 	for (int i = 0; i < ST_O_COUNT; i++) {
 		int want;
 		const struct st_sockopt *o = &st_sockopts[i];
-		if (!st_opt_want(p, i, &want) || (o->flags & ST_O_BEFORE_BIND))
+		if (!st_opt_want(p, i, &want) || (o->flags & (ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY)))
 			continue;
 		int forced = i == ST_V_RCVBUF && st_on(p, ST_V_RCVBUF_FORCE);
 		long long expect = (o->flags & ST_O_NAME) ? 1

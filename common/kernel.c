@@ -1,5 +1,6 @@
 /* The kernel's rules for the values socktune sets, and the fix for each limit
  * (include/socktune_kernel.h).  Pure: no socket, no file, no global state. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,4 +83,32 @@ void st_why_congestion(const char *name, const char *available, const char *allo
 void st_fix_denied(int i, char *fix, size_t n)
 {
 	snprintf(fix, n, "grant %s", st_sockopts[i].needs ? st_sockopts[i].needs : "CAP_NET_ADMIN");
+}
+
+/* Options a kernel may not have yet: the release that added them. */
+static const char *since(int i)
+{
+	if (i == ST_V_DELACK_MAX || i == ST_V_RTO_MIN)
+		return "Linux 6.15";
+	return NULL;
+}
+
+int st_refusal_is_final(int i, int err)
+{
+	return err == ENOPROTOOPT || (err == EPERM && st_sockopts[i].needs);
+}
+
+void st_fix_refused(int i, int err, char *fix, size_t n)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	if (err == ENOPROTOOPT)
+		snprintf(fix, n, "%s or later has %s", since(i) ? since(i) : "a newer kernel", o->label);
+	else if (err == EPERM)
+		st_fix_denied(i, fix, n);
+	else if (err == ENODEV && i < ST_V_COUNT && st_vars[i].type == ST_T_IFNAME)
+		snprintf(fix, n, "name an interface of this network namespace (ip link)");
+	else if (err == EINVAL && i < ST_V_COUNT && st_vars[i].type == ST_T_USEC)
+		snprintf(fix, n, "the kernel takes 2 jiffies to 200 ms (socktune check shows the jiffy)");
+	else
+		fix[0] = '\0';
 }

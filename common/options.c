@@ -8,6 +8,23 @@
 
 #include "socktune_opts.h"
 
+/* Options newer than some C libraries' headers (the numbers are the kernel's ABI). */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+#ifndef TCP_DELACK_MAX_US
+#define TCP_DELACK_MAX_US 46
+#endif
+#ifndef IPV6_FREEBIND
+#define IPV6_FREEBIND 78
+#endif
+#ifndef IPV6_TRANSPARENT
+#define IPV6_TRANSPARENT 75
+#endif
+#ifndef SO_MAX_PACING_RATE
+#define SO_MAX_PACING_RATE 47
+#endif
+
 const struct st_var st_vars[ST_V_COUNT] = {
 #define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
 	[ST_V_##id] = {ST_ENV_PREFIX suffix, opt, type, lo, hi, arg, dflt, help},
@@ -81,6 +98,11 @@ int st_opt_want(const struct st_policy *p, int i, int *want)
 	return st_has(p, (enum st_var_id)i);
 }
 
+const char *st_opt_name(const struct st_policy *p, int i)
+{
+	return i < ST_V_COUNT ? p->name[i] : "";
+}
+
 int st_opt_is_flag(int i)
 {
 	return i < ST_V_COUNT && (st_vars[i].type == ST_T_BOOL || st_vars[i].type == ST_T_KEEPALIVE);
@@ -115,7 +137,7 @@ const char *st_opt_key(int i, char *buf, size_t n)
 
 int st_var_tunes_listeners(enum st_var_id id)
 {
-	return st_is_sockopt(id) || own[id];
+	return (st_is_sockopt(id) && !(st_sockopts[id].flags & ST_O_CLIENT_ONLY)) || own[id];
 }
 
 int st_policy_tunes_listeners(const struct st_policy *p)

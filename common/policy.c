@@ -251,6 +251,64 @@ int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n)
 	return 0;
 }
 
+/* Interface names as the kernel takes them (dev_valid_name): 1 to IFNAMSIZ - 1 bytes, not "."
+ * or "..", no '/', ':' or white space. */
+int st_parse_ifname(const char *s, char *out, size_t outlen, char *err, size_t n)
+{
+	size_t len = strlen(s);
+	int ok = len > 0 && len < outlen && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+	for (const char *c = s; ok && *c; c++)
+		ok = *c != '/' && *c != ':' && !isspace((unsigned char)*c) && isprint((unsigned char)*c);
+	if (!ok) {
+		snprintf(err, n, "not an interface name (1 to %zu characters, no '/', ':' or blank)",
+		         outlen - 1);
+		return -1;
+	}
+	memcpy(out, s, len + 1);
+	return 0;
+}
+
+/* A duration in microseconds: digits with an optional fraction and a unit (us, ms, s); a
+ * bare number is microseconds, the kernel's own unit for these options. */
+int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+{
+	unsigned long long whole;
+	const char *end;
+	int r = parse_digits(s, &whole, &end);
+	unsigned long long frac = 0, scale = 1;
+	if (r == 0 && *end == '.') {
+		end++;
+		for (int k = 0; isdigit((unsigned char)*end) && k < 6; k++, end++) {
+			frac = frac * 10 + (unsigned long long)(*end - '0');
+			scale *= 10;
+		}
+		if (scale == 1)
+			r = -1;
+	}
+	unsigned long long unit = 0;
+	if (r == 0) {
+		if (strcmp(end, "") == 0 || strcmp(end, "us") == 0)
+			unit = 1;
+		else if (strcmp(end, "ms") == 0)
+			unit = 1000;
+		else if (strcmp(end, "s") == 0)
+			unit = 1000000;
+	}
+	if (r == -1 || !unit) {
+		snprintf(err, n, "not a duration (a number with us, ms or s; a bare number is us)");
+		return -1;
+	}
+	/* whole * unit + frac * unit / scale, in range, without overflow */
+	if (r == -2 || whole > (unsigned long long)max / unit ||
+	    whole * unit + frac * unit / scale > (unsigned long long)max ||
+	    whole * unit + frac * unit / scale < (unsigned long long)min) {
+		snprintf(err, n, "out of range (%lldus..%lldus; a bare number is us)", min, max);
+		return -1;
+	}
+	*out = (long long)(whole * unit + frac * unit / scale);
+	return 0;
+}
+
 int st_expand_path(const char *pattern, long pid, char *out, size_t n)
 {
 	size_t o = 0;
@@ -297,7 +355,15 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
 		r = st_parse_keepalive(s, &val, &p->ka_idle, &p->ka_intvl, &p->ka_cnt, err, n);
 		break;
 	case ST_T_NAME:
-		r = st_parse_name(s, p->congestion, sizeof p->congestion, err, n);
+		r = st_parse_name(s, p->name[id], sizeof p->name[id], err, n);
+		val = 1;
+		break;
+	case ST_T_IFNAME:
+		r = st_parse_ifname(s, p->name[id], sizeof p->name[id], err, n);
+		val = 1;
+		break;
+	case ST_T_USEC:
+		r = st_parse_usec(s, v->min, v->max, &val, err, n);
 		break;
 	case ST_T_TOS:
 		r = st_parse_tos(s, &val, err, n);

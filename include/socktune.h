@@ -25,6 +25,8 @@ enum st_type {
 	ST_T_NAME,     /* a congestion control name: [a-z0-9_-], at most 15 characters */
 	ST_T_TOS,      /* 0..255 (0x.. allowed) or lowdelay, throughput, reliability, lowcost */
 	ST_T_PRECEDENCE, /* policy or app */
+	ST_T_USEC,     /* a duration in microseconds: 8ms, 8000us, 0.5s; a bare number is us */
+	ST_T_IFNAME,   /* a network interface name: 1 to 15 characters, no '/', ':' or blank */
 };
 
 /* X(id, ENV suffix, option, type, min, max, argument, default, help, socket option)
@@ -107,6 +109,35 @@ enum st_type {
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
 	  "SO_MARK (needs CAP_NET_ADMIN)", \
 	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
+	X(DELACK_MAX, "DELACK_MAX", "delack-max", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
+	  "TCP_DELACK_MAX_US (Linux 6.15): the longest an ACK is delayed, e.g. 5ms", \
+	  SOCK(IPPROTO_TCP, TCP_DELACK_MAX_US, ST_O_CLIENT | ST_O_ROUNDS_UP, NULL, NULL)) \
+	X(RTO_MIN, "RTO_MIN", "rto-min", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
+	  "TCP_RTO_MIN_US (Linux 6.15): the least retransmission timeout; also caps delayed ACKs", \
+	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP, NULL, NULL)) \
+	X(MAXSEG, "MAXSEG", "maxseg", ST_T_INT, 88, 32767, "BYTES", "unset (the route's MTU)", \
+	  "TCP_MAXSEG: the largest segment either side sends (the MSS offered)", \
+	  SOCK(IPPROTO_TCP, TCP_MAXSEG, ST_O_CLIENT | ST_O_NOT_COMPARED, NULL, NULL)) \
+	X(WINDOW_CLAMP, "WINDOW_CLAMP", "window-clamp", ST_T_SIZE, 1, 1073741824, "SIZE", "unset", \
+	  "TCP_WINDOW_CLAMP: the largest receive window advertised", \
+	  SOCK(IPPROTO_TCP, TCP_WINDOW_CLAMP, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_ROUNDS_UP, NULL, NULL)) \
+	X(SYNCNT, "SYNCNT", "syncnt", ST_T_INT, 1, 127, "N", "unset (net.ipv4.tcp_syn_retries)", \
+	  "TCP_SYNCNT on outgoing connections (with --client): SYN retransmissions before connect() fails", \
+	  SOCK(IPPROTO_TCP, TCP_SYNCNT, ST_O_CLIENT | ST_O_CLIENT_ONLY, NULL, NULL)) \
+	X(PACING_RATE, "PACING_RATE", "pacing-rate", ST_T_SIZE, 1, 4294967295LL, "BYTES/S", "unset", \
+	  "SO_MAX_PACING_RATE: at most this many bytes per second per connection (K, M, G: 1024s)", \
+	  SOCK(SOL_SOCKET, SO_MAX_PACING_RATE, ST_O_CLIENT | ST_O_UNSIGNED, NULL, NULL)) \
+	X(FREEBIND, "FREEBIND", "freebind", ST_T_BOOL, 0, 1, "", "unset (the app's)", \
+	  "IP_FREEBIND / IPV6_FREEBIND before bind(): bind to an address not (yet) on the host", \
+	  SOCK6(IPPROTO_IP, IP_FREEBIND, ST_O_BEFORE_BIND | ST_O_LISTENER_ONLY, NULL, NULL, \
+	        IPPROTO_IPV6, IPV6_FREEBIND)) \
+	X(TRANSPARENT, "TRANSPARENT", "transparent", ST_T_BOOL, 0, 1, "", "unset (the app's)", \
+	  "IP_TRANSPARENT / IPV6_TRANSPARENT before bind() (a transparent proxy; CAP_NET_ADMIN)", \
+	  SOCK6(IPPROTO_IP, IP_TRANSPARENT, ST_O_BEFORE_BIND | ST_O_LISTENER_ONLY, NULL, \
+	        "CAP_NET_ADMIN or CAP_NET_RAW", IPPROTO_IPV6, IPV6_TRANSPARENT)) \
+	X(BINDTODEVICE, "BINDTODEVICE", "bindtodevice", ST_T_IFNAME, 0, 0, "IFNAME", "unset", \
+	  "SO_BINDTODEVICE before bind() (and connect() with --client): one interface only", \
+	  SOCK(SOL_SOCKET, SO_BINDTODEVICE, ST_O_BEFORE_BIND | ST_O_NAME | ST_O_CLIENT, NULL, NULL)) \
 	X(TTL, "TTL", "ttl", ST_T_INT, 1, 255, "HOPS", "unset (net.ipv4.ip_default_ttl)",           \
 	  "IP_TTL / IPV6_UNICAST_HOPS: the hop limit of the packets sent",                        \
 	  SOCK6(IPPROTO_IP, IP_TTL, ST_O_CLIENT, NULL, NULL, IPPROTO_IPV6, IPV6_UNICAST_HOPS))     \
@@ -137,6 +168,9 @@ enum st_opt_flags {
 	ST_O_UNSIGNED = 64,     /* logged as an unsigned number (SO_MARK) */
 	ST_O_ROUNDS_UP = 128,   /* the kernel may keep a larger value (TCP_DEFER_ACCEPT counts
 	                         * SYN-ACK retransmissions): more than asked is no clamp */
+	ST_O_NOT_COMPARED = 256, /* an accepted socket reports something else (TCP_MAXSEG: the
+	                          * MSS in use): not compared with the listener's */
+	ST_O_CLIENT_ONLY = 512,  /* outgoing connections only, never listeners */
 };
 
 enum st_var_id {
@@ -168,7 +202,8 @@ struct st_policy {
 	uint64_t ports[ST_PORTS_WORDS];        /* SOCKTUNE_PORTS */
 	uint64_t client_ports[ST_PORTS_WORDS]; /* SOCKTUNE_CLIENT_PORTS */
 	int ka_idle, ka_intvl, ka_cnt;         /* SOCKTUNE_KEEPALIVE parts, 0 = leave alone */
-	char congestion[16];                   /* SOCKTUNE_CONGESTION (TCP_CA_NAME_MAX) */
+	char name[ST_V_COUNT][16];             /* the name variables' values (TCP_CA_NAME_MAX,
+	                                        * IFNAMSIZ): SOCKTUNE_CONGESTION, _BINDTODEVICE */
 	char log_file[512];                    /* SOCKTUNE_LOG_FILE */
 	char stats_file[512];                  /* SOCKTUNE_STATS */
 };
@@ -201,6 +236,8 @@ int st_parse_keepalive(const char *s, long long *on, int *idle, int *intvl, int 
                        size_t n);
 int st_parse_tos(const char *s, long long *out, char *err, size_t n);
 int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n);
+int st_parse_ifname(const char *s, char *out, size_t outlen, char *err, size_t n);
+int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n);
 
 /* Parse value s for variable id into p (marks it set).  Returns 0 or -1 with err. */
 int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n);

@@ -62,7 +62,8 @@ int st_apply_one(const struct st_sockops *ops, int fd, const struct st_apply_req
                  struct st_outcome *o, char *name);
 
 /* What fd carries now for each option p sets (ST_UNREAD where unreadable or not set;
- * a name option: 1 when it is p's name), options before bind() excepted. */
+ * a name option: 1 when it is p's name), those set before bind() or only on outgoing
+ * connections excepted. */
 void st_read_current(const struct st_sockops *ops, int fd, int family,
                      const struct st_policy *p, int *cur);
 /* Whether cur (st_read_current) is what applying p would leave there. */

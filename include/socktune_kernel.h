@@ -37,6 +37,11 @@ void st_why_congestion(const char *name, const char *available, const char *allo
 /* Option i refused with EPERM: the capability it needs. */
 void st_fix_denied(int i, char *fix, size_t n);
 
+/* Option i refused with err: whether trying it again on another socket is pointless (the
+ * kernel lacks it, or the process lacks the capability it needs), and the fix ("" if none). */
+int st_refusal_is_final(int i, int err);
+void st_fix_refused(int i, int err, char *fix, size_t n);
+
 /* SO_RCVBUFFORCE refused: SO_RCVBUF was used instead. */
 #define ST_FIX_FORCE "grant CAP_NET_ADMIN to use SO_RCVBUFFORCE"
 

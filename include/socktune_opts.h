@@ -38,8 +38,11 @@ int st_opt_next(int i);
 /* The level, optname and label of option i on a socket of family (AF_INET6: SOCK6's). */
 void st_sockopt_for(int i, int family, int *level, int *optname, const char **label);
 
-/* Whether p sets option i, and to what (a name option: 1, the name is p->congestion). */
+/* Whether p sets option i, and to what (a name option: 1, the name is st_opt_name). */
 int st_opt_want(const struct st_policy *p, int i, int *want);
+
+/* The value of a name option (ST_O_NAME: "bbr", "eth0"). */
+const char *st_opt_name(const struct st_policy *p, int i);
 
 /* Whether option i is a flag (on or off: TCP_NODELAY), compared by its truth. */
 int st_opt_is_flag(int i);

@@ -52,7 +52,8 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		int level, optname, got = 0;
 		const char *label;
-		if (L->eff[i] == ST_UNREAD || (st_sockopts[i].flags & ST_O_LISTENER_ONLY) || (lentry & st_app_bit(i)))
+		if (L->eff[i] == ST_UNREAD || (lentry & st_app_bit(i)) ||
+		    (st_sockopts[i].flags & (ST_O_LISTENER_ONLY | ST_O_NOT_COMPARED)))
 			continue;
 		if (st_sockopts[i].flags & ST_O_EACH_CONN) {
 			percon |= 1ull << i;
@@ -60,8 +61,9 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 		}
 		st_sockopt_for(i, L->family, &level, &optname, &label);
 		if (st_sockopts[i].flags & ST_O_NAME) {
-			char name[16];
-			if (st_get_name(cfd, name, sizeof name) == 0 && strcmp(name, st_policy.congestion) != 0)
+			char name[ST_NAME_MAX];
+			if (st_get_name(cfd, level, optname, name, sizeof name) == 0 &&
+			    strcmp(name, st_opt_name(&st_policy, i)) != 0)
 				got = -1;
 			else
 				got = L->eff[i];
@@ -121,8 +123,8 @@ static void apply_percon(int fd, int family, uint64_t mask)
 		st_sockopt_for(i, family, &level, &optname, &label);
 		st_opt_want(&st_policy, i, &want);
 		if (st_sockopts[i].flags & ST_O_NAME)
-			st_real.setsockopt(fd, level, optname, st_policy.congestion,
-			                   (socklen_t)strlen(st_policy.congestion));
+			st_real.setsockopt(fd, level, optname, st_opt_name(&st_policy, i),
+			                   (socklen_t)strlen(st_opt_name(&st_policy, i)));
 		else
 			st_set_int(&err, fd, level, optname, label, want);
 	}

@@ -96,19 +96,16 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 		for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 			eff[i] = before[i];
 			if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_NAME))
-				st_line_add(&line, " %s=%s", ST_KEY(i), st_policy.congestion);
+				st_line_add(&line, " %s=%s", ST_KEY(i), st_opt_name(&st_policy, i));
 			else if (before[i] != ST_UNREAD)
 				st_line_add(&line, " %s=%d", ST_KEY(i), before[i]);
 		}
 	} else {
 		/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */
-		st_tune(fd, family, ST_FD_LISTENER, 0, ST_O_BEFORE_BIND, app, &line, eff);
+		st_tune(fd, family, ST_FD_LISTENER, 0, ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY, app, &line,
+		        eff);
 	}
-	if (st_has(&st_policy, ST_V_REUSEPORT)) {
-		int v;
-		st_get_int(fd, SOL_SOCKET, SO_REUSEPORT, &v);
-		st_line_add(&line, " reuseport=%d", v);
-	}
+	st_line_before_bind(fd, family, &line); /* what bind() set: reuseport=1 */
 	long long tfo = st_has(&st_policy, ST_V_FASTOPEN) && !tuned_before
 	                        ? st_sysctl_num("net.ipv4.tcp_fastopen", -1) : -1;
 	if (tfo >= 0 && !st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1)) {
@@ -317,15 +314,14 @@ void st_adopt_inherited(void)
 	st_inherited_scanned = 1;
 }
 
-/* SO_REUSEPORT only counts when set before bind(). */
+/* Options that only count when set before bind() (SO_REUSEPORT, IP_FREEBIND, ...): set
+ * here, before the real bind(); a bind() that fails leaves the socket as it was. */
 int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	int want;
 	uint64_t e = st_fd_get(fd);
 	struct sockaddr_storage ss;
 	int saved = errno;
-	if (!st_opt_want(&st_policy, ST_V_REUSEPORT, &want) || st_dry_run() || ST_FD_KIND(e) != ST_FD_TCP ||
-	    (st_app_wins() && (e & st_app_bit(ST_V_REUSEPORT))))
+	if (ST_FD_KIND(e) != ST_FD_TCP || st_dry_run() || !st_policy_sets(ST_O_BEFORE_BIND))
 		return st_real.bind(fd, addr, len);
 	/* an inet address, or the entry outlived its socket (see still_tcp) */
 	if (st_copy_addr(addr, len, &ss) != 0) {
@@ -336,21 +332,18 @@ int st_bind(int fd, const struct sockaddr *addr, socklen_t len)
 		char text[ST_ADDR_MAX];
 		unsigned port;
 		st_format_addr((struct sockaddr *)&ss, text, sizeof text, &port);
-		if (!st_port_in(st_policy.ports, port))
+		if (!st_port_in(st_policy.ports, port)) {
+			errno = saved;
 			return st_real.bind(fd, addr, len);
+		}
 	}
-	int before;
-	struct st_err err;
-	int changed = st_get_int(fd, SOL_SOCKET, SO_REUSEPORT, &before) == 0 && before != want;
-	if (changed && st_set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", want) != 0) {
-		st_log(ST_LOG_WARN, "event=setsockopt option=reuseport fd=%d error=\"%s\"", fd, err.msg);
-		changed = 0;
-	}
+	struct st_bind_undo undo;
+	st_tune_bind(fd, ss.ss_family, e, &undo);
 	errno = saved;
 	int r = st_real.bind(fd, addr, len);
-	if (r != 0 && changed) { /* a failed bind() leaves the socket as it was */
+	if (r != 0 && undo.changed) {
 		saved = errno;
-		st_set_int(&err, fd, SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", before);
+		st_untune_bind(fd, ss.ss_family, &undo);
 		errno = saved;
 	}
 	return r;

@@ -20,7 +20,7 @@ static void note_override(int fd, unsigned kind, int i, long long app, const cha
 {
 	int want;
 	st_opt_want(&st_policy, i, &want);
-	int agree = app_name ? strcmp(app_name, st_policy.congestion) == 0
+	int agree = app_name ? strcmp(app_name, st_opt_name(&st_policy, i)) == 0
 	            : st_opt_is_flag(i) ? !app == !want : app == want;
 	if (agree) {
 		if (app_name)
@@ -43,7 +43,7 @@ static void note_override(int fd, unsigned kind, int i, long long app, const cha
 	if (app_name)
 		st_log(ST_LOG_INFO,
 		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%s kept=%s", fd, addr,
-		       kind_names[kind], ST_KEY(i), app_name, st_policy.congestion);
+		       kind_names[kind], ST_KEY(i), app_name, st_opt_name(&st_policy, i));
 	else
 		st_log(ST_LOG_INFO,
 		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%lld kept=%d", fd, addr,
@@ -58,8 +58,8 @@ void st_note_override_before(int fd, int family, unsigned kind, int i)
 	const char *label;
 	st_sockopt_for(i, family, &level, &optname, &label);
 	if (st_sockopts[i].flags & ST_O_NAME) {
-		char name[16];
-		if (st_get_name(fd, name, sizeof name) == 0)
+		char name[ST_NAME_MAX];
+		if (st_get_name(fd, level, optname, name, sizeof name) == 0)
 			note_override(fd, kind, i, 0, name);
 	} else if (st_get_int(fd, level, optname, &v) == 0) {
 		note_override(fd, kind, i, (st_sockopts[i].flags & ST_O_BUFFER) ? v / 2 : v, NULL);
@@ -102,8 +102,8 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 		 * the app's value, so that value was readable. */
 		struct st_err err;
 		if (st_sockopts[i].flags & ST_O_NAME)
-			st_real.setsockopt(fd, level, optname, st_policy.congestion,
-			                   (socklen_t)strlen(st_policy.congestion));
+			st_real.setsockopt(fd, level, optname, st_opt_name(&st_policy, i),
+			                   (socklen_t)strlen(st_opt_name(&st_policy, i)));
 		else if (!(i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE) &&
 		           st_set_int(&err, fd, SOL_SOCKET, SO_RCVBUFFORCE, "SO_RCVBUFFORCE", want) == 0))
 			st_set_int(&err, fd, level, /* the app's *FORCE variants map to the plain ones */

@@ -50,10 +50,10 @@ int st_get_int(int fd, int level, int opt, int *val)
 	return st_real.getsockopt(fd, level, opt, val, &len);
 }
 
-int st_get_name(int fd, char *buf, socklen_t n)
+int st_get_name(int fd, int level, int optname, char *buf, socklen_t n)
 {
 	memset(buf, 0, n);
-	return st_real.getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &n);
+	return st_real.getsockopt(fd, level, optname, buf, &n);
 }
 
 int st_format_addr(const struct sockaddr *sa, char *out, size_t n, unsigned *port)

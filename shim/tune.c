@@ -7,8 +7,11 @@
 
 #include "tune.h"
 
-/* Messages that would repeat for every socket are said once per process. */
-static _Atomic int mark_denied, congestion_warned;
+/* Messages that would repeat for every socket are said once per process; an option the
+ * kernel refuses for good (it lacks it, or the process lacks the capability it needs) is not
+ * tried again (bit 1 << option). */
+static _Atomic int congestion_warned;
+static _Atomic uint64_t refused_for_good;
 
 __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 {
@@ -17,11 +20,12 @@ __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 	char avail[256] = "?", allowed[256] = "?", why[320], fix[320];
 	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
 	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
-	st_why_congestion(st_policy.congestion, avail, allowed, why, sizeof why, fix, sizeof fix);
+	const char *name = st_opt_name(&st_policy, ST_V_CONGESTION);
+	st_why_congestion(name, avail, allowed, why, sizeof why, fix, sizeof fix);
 	st_log(ST_LOG_WARN,
 	       "event=setsockopt option=congestion fd=%d want=%s error=\"setsockopt TCP_CONGESTION: "
 	       "%s\" available=\"%s\" allowed=\"%s\" fix=\"%s\"",
-	       fd, st_policy.congestion, strerror(err), avail, allowed, fix);
+	       fd, name, strerror(err), avail, allowed, fix);
 }
 
 __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, long long eff, const char *dry)
@@ -34,28 +38,39 @@ __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, 
 	       ST_KEY(i), fd, want, eff, o->limit, max, fix, dry);
 }
 
-/* A refusal: said, and for SO_MARK without the capability, not tried again. */
+/* A refusal: said with its fix; one the kernel will repeat for every socket is said once and
+ * the option not tried again (action=disabled). */
 __attribute__((noinline, cold)) static void warn_refused(int fd, int family, int i, const struct st_outcome *o)
 {
 	int level, optname;
 	const char *label;
+	char fix[160], want[40];
 	st_sockopt_for(i, family, &level, &optname, &label);
-	if (st_sockopts[i].flags & ST_O_NAME) {
+	if (i == ST_V_CONGESTION) {
 		warn_congestion(fd, o->err);
-	} else if (i == ST_V_MARK && o->err == EPERM) {
-		char fix[96];
-		st_fix_denied(i, fix, sizeof fix);
-		if (!atomic_exchange(&mark_denied, 1))
-			st_log(ST_LOG_WARN,
-			       "event=setsockopt option=mark want=%u error=\"setsockopt %s: %s\" "
-			       "fix=\"%s\" action=disabled",
-			       (unsigned)o->want, label, strerror(o->err), fix);
-	} else {
-		st_log(ST_LOG_WARN,
-		       "event=setsockopt option=%s fd=%d want=%d error=\"setsockopt %s: %s\" "
-		       "action=skipped",
-		       ST_KEY(i), fd, o->want, label, strerror(o->err));
+		return;
 	}
+	int final = st_refusal_is_final(i, o->err);
+	if (final && (atomic_fetch_or(&refused_for_good, 1ull << i) >> i & 1))
+		return;
+	st_fix_refused(i, o->err, fix, sizeof fix);
+	if (st_sockopts[i].flags & ST_O_NAME)
+		snprintf(want, sizeof want, "%s", st_opt_name(&st_policy, i));
+	else if (st_sockopts[i].flags & ST_O_UNSIGNED)
+		snprintf(want, sizeof want, "%u", (unsigned)o->want);
+	else
+		snprintf(want, sizeof want, "%d", o->want);
+	if (final)
+		st_log(ST_LOG_WARN,
+		       "event=setsockopt option=%s want=%s error=\"setsockopt %s: %s\" fix=\"%s\" "
+		       "action=disabled",
+		       ST_KEY(i), want, label, strerror(o->err), fix);
+	else
+		st_log(ST_LOG_WARN,
+		       "event=setsockopt option=%s fd=%d want=%s error=\"setsockopt %s: %s\"%s%s%s "
+		       "action=skipped",
+		       ST_KEY(i), fd, want, label, strerror(o->err), *fix ? " fix=\"" : "", fix,
+		       *fix ? "\"" : "");
 }
 
 /* The keys of one option for the log line, and its clamp warning (in a dry run, the
@@ -81,10 +96,16 @@ static void explain(int fd, int family, int i, const struct st_outcome *o, const
 	if (o->got == ST_UNREAD)
 		return;
 	if (so->flags & ST_O_NAME) {
-		st_line_add(line, " %s=%s", ST_KEY(i), *dry ? st_policy.congestion : name);
+		st_line_add(line, " %s=%s", ST_KEY(i), *dry ? st_opt_name(&st_policy, i) : name);
 		return;
 	}
 	int shown = *dry ? o->want : o->got;
+	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) {
+		/* the kernel counts in jiffies: what was asked, and what it keeps */
+		const char *key = ST_KEY(i);
+		st_line_add(line, " %s.want=%dus %s.effective=%dus", key, o->want, key, shown);
+		return;
+	}
 	if (!(so->flags & ST_O_BUFFER)) {
 		if (so->flags & ST_O_UNSIGNED)
 			st_line_add(line, " %s=%u", ST_KEY(i), (unsigned)shown);
@@ -114,7 +135,7 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 		.need = need,
 		.skip = skip,
 		.dry = st_dry_run(),
-		.off = atomic_load(&mark_denied) ? 1ull << ST_V_MARK : 0,
+		.off = atomic_load(&refused_for_good),
 	};
 	uint64_t mine = (app & APP_BITS) >> ST_FD_APP_SHIFT; /* what the app set itself */
 	if (st_app_wins())
@@ -135,5 +156,92 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 		explain(fd, family, i, &o, name, line);
 		if ((o.state == ST_SET || o.state == ST_READ) && o.got != ST_UNREAD)
 			eff[i] = (st_sockopts[i].flags & ST_O_NAME) ? 1 : o.got;
+	}
+}
+
+int st_policy_sets(unsigned flags)
+{
+	for (int i = 0; i < ST_O_COUNT; i++) {
+		int want;
+		if ((st_sockopts[i].flags & flags) && st_opt_want(&st_policy, i, &want))
+			return 1;
+	}
+	return 0;
+}
+
+/* What fd carries for option i now: into *v, or name for a name option. */
+static int read_one(int fd, int family, int i, int *v, char *name)
+{
+	int level, optname;
+	const char *label;
+	st_sockopt_for(i, family, &level, &optname, &label);
+	if (st_sockopts[i].flags & ST_O_NAME)
+		return st_get_name(fd, level, optname, name, ST_NAME_MAX);
+	return st_get_int(fd, level, optname, v);
+}
+
+void st_tune_bind(int fd, int family, uint64_t app, struct st_bind_undo *undo)
+{
+	struct st_apply_req rq = {
+		.p = &st_policy,
+		.family = family,
+		.need = ST_O_BEFORE_BIND,
+		.off = atomic_load(&refused_for_good),
+	};
+	uint64_t mine = (app & APP_BITS) >> ST_FD_APP_SHIFT;
+	undo->changed = 0;
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+		struct st_outcome o;
+		char name[ST_NAME_MAX] = "", before_name[ST_NAME_MAX] = "";
+		int want, before = 0;
+		if (!(st_sockopts[i].flags & ST_O_BEFORE_BIND) || !st_opt_want(&st_policy, i, &want) ||
+		    (st_app_wins() && (mine >> i & 1)))
+			continue;
+		if (read_one(fd, family, i, &before, before_name) == 0 &&
+		    ((st_sockopts[i].flags & ST_O_NAME) ? strcmp(before_name, st_opt_name(&st_policy, i)) == 0
+		                                         : before == want))
+			continue; /* the policy's value is there already */
+		if (!st_apply_one(&st_ops, fd, &rq, i, &o, name))
+			continue;
+		if (o.state == ST_FAILED) {
+			warn_refused(fd, family, i, &o);
+			continue;
+		}
+		undo->changed |= 1ull << i;
+		undo->old[i] = before;
+		if (st_sockopts[i].flags & ST_O_NAME)
+			memcpy(undo->old_name, before_name, sizeof undo->old_name);
+	}
+}
+
+void st_untune_bind(int fd, int family, const struct st_bind_undo *undo)
+{
+	for (int i = 0; i < ST_O_COUNT; i++) {
+		int level, optname;
+		const char *label;
+		if (!(undo->changed >> i & 1))
+			continue;
+		st_sockopt_for(i, family, &level, &optname, &label);
+		if (st_sockopts[i].flags & ST_O_NAME)
+			st_real.setsockopt(fd, level, optname, undo->old_name,
+			                   (socklen_t)strlen(undo->old_name));
+		else
+			st_real.setsockopt(fd, level, optname, &undo->old[i], sizeof undo->old[i]);
+	}
+}
+
+void st_line_before_bind(int fd, int family, struct st_line *line)
+{
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+		int want, v = 0;
+		char name[ST_NAME_MAX] = "";
+		if (!(st_sockopts[i].flags & ST_O_BEFORE_BIND) || !st_opt_want(&st_policy, i, &want))
+			continue;
+		if (read_one(fd, family, i, &v, name) != 0)
+			continue;
+		if (st_sockopts[i].flags & ST_O_NAME)
+			st_line_add(line, " %s=%s", ST_KEY(i), *name ? name : "none");
+		else
+			st_line_add(line, " %s=%d", ST_KEY(i), v);
 	}
 }

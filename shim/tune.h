@@ -99,7 +99,7 @@ static inline void st_count(_Atomic uint64_t *counter)
 }
 int st_set_int(struct st_err *e, int fd, int level, int opt, const char *label, int val);
 int st_get_int(int fd, int level, int opt, int *val);
-int st_get_name(int fd, char *buf, socklen_t n);
+int st_get_name(int fd, int level, int optname, char *buf, socklen_t n);
 int st_format_addr(const struct sockaddr *sa, char *out, size_t n, unsigned *port);
 /* The caller's address, copied without trusting the pointer: 0 when *out holds an
  * AF_INET or AF_INET6 address of the right length. */
@@ -140,6 +140,21 @@ static inline uint64_t st_app_bit(int i)
  * itself (precedence=app keeps those).  eff[ST_O_COUNT]: what the kernel reports. */
 void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, uint64_t app,
              struct st_line *line, int *eff);
+
+/* Whether the policy sets any option with one of these flags. */
+int st_policy_sets(unsigned flags);
+
+/* Before bind(): the options that only count when set before it, each set unless it has the
+ * policy's value already; undo says what was there, to put back when bind() fails. */
+struct st_bind_undo {
+	uint64_t changed; /* (bit 1 << option) */
+	int old[ST_O_COUNT];
+	char old_name[ST_NAME_MAX]; /* the one name option among them (SO_BINDTODEVICE) */
+};
+void st_tune_bind(int fd, int family, uint64_t app, struct st_bind_undo *undo);
+void st_untune_bind(int fd, int family, const struct st_bind_undo *undo);
+/* The keys of a listen line for what bind() set ("reuseport=1"), read back. */
+void st_line_before_bind(int fd, int family, struct st_line *line);
 
 /* ---- precedence (precedence.c) ---- */
 

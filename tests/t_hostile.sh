@@ -19,17 +19,17 @@ LONGPATH=/tmp/$(printf '%600s' '' | tr ' ' 'p')
 bad() {
 	case "$1:$2" in
 	garbage:PATH | overflow:PATH | negative:PATH | negative:NAME) ;;
+	garbage:IFNAME | negative:IFNAME) ;; # the kernel takes both as interface names
 	garbage:*) echo 'zz%$!' ;;
 	empty:*) echo '' ;;
 	overflow:*) echo 99999999999999999999G ;;
 	negative:*) echo -1 ;;
-	oversized:SIZE) echo 2G ;;
-	oversized:INT) echo $(($3 + 1)) ;;
+	oversized:SIZE | oversized:INT | oversized:USEC) echo $(($3 + 1)) ;;
 	oversized:BOOL) echo 2 ;;
 	oversized:PORTS) echo 80,65536 ;;
 	oversized:LOGLEVEL) echo verbose ;;
 	oversized:KEEPALIVE) echo 99999:1:1 ;;
-	oversized:NAME) echo abcdefghijklmnop ;;
+	oversized:NAME | oversized:IFNAME) echo abcdefghijklmnop ;;
 	oversized:TOS) echo 256 ;;
 	oversized:PRECEDENCE) echo policyy ;;
 	oversized:PATH) echo "$LONGPATH" ;;
@@ -50,6 +50,7 @@ run() {
 		[ "$id" = "$good" ] && continue
 		case "$cls:$type" in
 		garbage:PATH | overflow:PATH | negative:PATH | negative:NAME) continue ;;
+		garbage:IFNAME | negative:IFNAME) continue ;;
 		esac
 		set -- "$@" "SOCKTUNE_$id=$(bad "$cls" "$type" "$max")"
 		badvars="$badvars $id"

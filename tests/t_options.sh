@@ -68,7 +68,36 @@ done <<EOF
 user_timeout SOCKTUNE_USER_TIMEOUT=12345 6:18 12345
 notsent_lowat SOCKTUNE_NOTSENT_LOWAT=4K 6:25 4096
 ttl SOCKTUNE_TTL=33 0:2/41:16 33
+window_clamp SOCKTUNE_WINDOW_CLAMP=20000 6:10 20000
+pacing_rate SOCKTUNE_PACING_RATE=1M 1:47 1048576
+freebind SOCKTUNE_FREEBIND=1 0:15/41:78 1
+transparent SOCKTUNE_TRANSPARENT=1 0:19/41:75 1
 EOF
+
+# TCP_MAXSEG: the listener keeps the value (its log line), an accepted socket reports the MSS
+# in use: the value less the TCP options (12 bytes of timestamps on loopback)
+for fam in 4 6; do
+	SOCKTUNE_MAXSEG=1000 opt_serve "maxseg$fam" "$fam" 1 --read mss=6:2
+	mss=$(json_get "$TMP/maxseg$fam.out" mss 2)
+	check "options.maxseg.v$fam.accepted" "accepted MSS $mss, want 1000 less options (960..1000)" \
+		"${mss:-0}" -le 1000 -a "${mss:-0}" -ge 960
+	check "options.maxseg.v$fam.listener" "listen line: $(grep 'event=listen ' "$TMP/maxseg$fam.err")" \
+		-n "$(grep 'event=listen .* maxseg=1000' "$TMP/maxseg$fam.err")"
+	c=$(count_lines "$TMP/maxseg$fam.err" 'event=inherit ')
+	check "options.maxseg.v$fam.no-inherit-warning" "$c inherit warnings (the MSS in use is no copy)" "$c" -eq 0
+done
+
+# SO_BINDTODEVICE: a name, set before bind(); the accepted socket is bound to the same device
+for fam in 4 6; do
+	SOCKTUNE_BINDTODEVICE=lo opt_serve "dev$fam" "$fam" 1 --read-str dev=1:25
+	expect "options.bindtodevice.v$fam.accepted" "$TMP/dev$fam.out" 2 dev lo
+	check "options.bindtodevice.v$fam.listener" "listen line: $(grep 'event=listen ' "$TMP/dev$fam.err")" \
+		-n "$(grep 'event=listen .* bindtodevice=lo' "$TMP/dev$fam.err")"
+done
+SOCKTUNE_BINDTODEVICE=nosuchdev0 opt_serve devmissing 4 1 --read-str dev=1:25
+expect options.bindtodevice.missing.unbound "$TMP/devmissing.out" 2 dev ""
+check options.bindtodevice.missing.warned "stderr: $(cat "$TMP/devmissing.err")" \
+	-n "$(grep 'event=setsockopt option=bindtodevice .*No such device.*fix=' "$TMP/devmissing.err")"
 
 # SO_PRIORITY is not inherited: set per connection.  Everything else: zero syscalls per
 # accepted connection, checked here by counting setsockopt calls with strace.
@@ -133,9 +162,14 @@ big=$((rmem_max * 4))
 expect rcvbuf-force.privileged "$TMP/force.out" 2 rcvbuf $((big * 2))
 if command -v setpriv >/dev/null && setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw true 2>/dev/null; then
 	(
-		export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1 SOCKTUNE_MARK=7 SOCKTUNE_NODELAY=1
-		SRV_WRAP="setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw" opt_serve unpriv 4 2
+		export SOCKTUNE_RCVBUF=$big SOCKTUNE_RCVBUF_FORCE=1 SOCKTUNE_MARK=7 SOCKTUNE_NODELAY=1 \
+			SOCKTUNE_TRANSPARENT=1
+		SRV_WRAP="setpriv --bounding-set -net_admin,-net_raw --inh-caps -net_admin,-net_raw" \
+			opt_serve unpriv 4 2 --read tr=0:19
 	)
+	expect unprivileged.transparent-unset "$TMP/unpriv.out" 2 tr 0
+	n=$(grep -c 'option=transparent .*fix="grant CAP_NET_ADMIN or CAP_NET_RAW" action=disabled' "$TMP/unpriv.err")
+	check unprivileged.transparent-one-warning "$n transparent warnings, want 1: $(cat "$TMP/unpriv.err")" "$n" -eq 1
 	expect unprivileged.rcvbuf-fallback "$TMP/unpriv.out" 2 rcvbuf $((rmem_max * 2))
 	expect unprivileged.mark-unset "$TMP/unpriv.out" 2 mark 0
 	expect unprivileged.rest-applies "$TMP/unpriv.out" 2 nodelay 1

@@ -34,10 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		enum st_type t = st_vars[i].type;
 		if (t == ST_T_SIZE || t == ST_T_INT || t == ST_T_BOOL || t == ST_T_LOGLEVEL ||
-		    t == ST_T_TOS || t == ST_T_PRECEDENCE)
+		    t == ST_T_TOS || t == ST_T_PRECEDENCE || t == ST_T_USEC)
 			FUZZ_ASSERT(p.num[i] >= st_vars[i].min && p.num[i] <= st_vars[i].max);
 	}
-	FUZZ_ASSERT(memchr(p.congestion, '\0', sizeof p.congestion) != NULL);
+	for (int i = 0; i < ST_V_COUNT; i++)
+		FUZZ_ASSERT(memchr(p.name[i], '\0', sizeof p.name[i]) != NULL);
 	FUZZ_ASSERT(memchr(p.log_file, '\0', sizeof p.log_file) != NULL);
 	free(s);
 	return 0;

@@ -15,6 +15,8 @@ p.add_argument("--app-nodelay-on", action="store_true")
 p.add_argument("--app-priority", type=int, default=-1, help="SO_PRIORITY on the listener only")
 p.add_argument("--read", action="append", default=[], metavar="NAME=LEVEL:OPTNAME",
                help="also read this integer option on each accepted socket, as NAME")
+p.add_argument("--read-str", action="append", default=[], metavar="NAME=LEVEL:OPTNAME",
+               help="the same for an option that holds a name (SO_BINDTODEVICE)")
 a = p.parse_args()
 
 fam = socket.AF_INET6 if a.family == "6" else socket.AF_INET
@@ -87,5 +89,9 @@ for _ in range(a.count):
         name, where = r.split("=")
         level, opt = where.split(":")
         d[name] = geti(c, int(level), int(opt))
+    for r in a.read_str:
+        name, where = r.split("=")
+        level, opt = where.split(":")
+        d[name] = c.getsockopt(int(level), int(opt), 16).split(b"\0")[0].decode()
     print(json.dumps(d), flush=True)
     c.close()

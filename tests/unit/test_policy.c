@@ -709,7 +709,7 @@ static void test_name(void)
 	memset(&p, 0, sizeof p);
 	char err[160];
 	if (st_policy_set(&p, ST_V_CONGESTION, "bbr", err, sizeof err) != 0 ||
-	    strcmp(p.congestion, "bbr") != 0 || !st_has(&p, ST_V_CONGESTION))
+	    strcmp(p.name[ST_V_CONGESTION], "bbr") != 0 || !st_has(&p, ST_V_CONGESTION))
 		CASE_FAIL("SOCKTUNE_CONGESTION=bbr not stored");
 	if (st_policy_set(&p, ST_V_PRECEDENCE, "APP", err, sizeof err) != 0 ||
 	    p.num[ST_V_PRECEDENCE] != ST_PRECEDENCE_APP)
