@@ -84,16 +84,22 @@ else
 fi
 
 # outgoing connections (SOCKTUNE_CLIENT): set before connect(), read back by the client itself
-p=$(free_port)
-$PY -c 'import socket,sys,time; l=socket.socket(); l.setsockopt(1,2,1); l.bind(("127.0.0.1",int(sys.argv[1]))); l.listen(1); c,_=l.accept(); time.sleep(0.2)' "$p" &
-srv=$!
-wait_listen "$p" 5
-got=$(LD_PRELOAD="$LIB" SOCKTUNE_CLIENT=1 SOCKTUNE_DELACK_MAX=5ms SOCKTUNE_SYNCNT=3 SOCKTUNE_LOG_FILE="$TMP/cl.log" $PY -c '
+for fam in 4 6; do
+	p=$(free_port)
+	h=$(host_of $fam)
+	$PY -c 'import socket,sys,time
+l = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+l.setsockopt(1, 2, 1); l.bind((sys.argv[1], int(sys.argv[2]))); l.listen(1); c, _ = l.accept(); time.sleep(0.2)' "$h" "$p" &
+	srv=$!
+	wait_listen "$p" 5
+	got=$(LD_PRELOAD="$LIB" SOCKTUNE_CLIENT=1 SOCKTUNE_DELACK_MAX=5ms SOCKTUNE_SYNCNT=3 \
+		SOCKTUNE_LOG_FILE="$TMP/cl$fam.log" $PY -c '
 import socket, sys
-c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-print(c.getsockopt(6, 46), c.getsockopt(6, 7))' "$p")
-wait $srv 2>/dev/null
-check delack_client "client reads '$got' (want $kept 3): $(cat "$TMP/cl.log")" "$got" = "$kept 3"
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+print(c.getsockopt(6, 46), c.getsockopt(6, 7))' "$h" "$p")
+	wait $srv 2>/dev/null
+	check delack_client_v$fam "client reads '$got' (want $kept 3): $(cat "$TMP/cl$fam.log")" "$got" = "$kept 3"
+done
 
 # a bare number is microseconds: 5 is refused before anything runs, with the hint
 "$CLI" --delack-max 5 -- true 2>"$TMP/bare.err"
