@@ -83,3 +83,41 @@ void st_fix_denied(int i, char *fix, size_t n)
 {
 	snprintf(fix, n, "grant %s", st_sockopts[i].needs ? st_sockopts[i].needs : "CAP_NET_ADMIN");
 }
+
+int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,
+                        long long *hz)
+{
+	long long jiffy = readback_us / 2;
+	if (jiffy <= 0 || jiffy > 1000000 || asked_us <= jiffy || asked_us > readback_us)
+		return -1;
+	*jiffy_us = jiffy;
+	*hz = 1000000 / jiffy;
+	return 0;
+}
+
+/* usecs_to_jiffies() rounds up, jiffies_to_usecs() down: at HZ=300, 9999 us is 3 jiffies,
+ * reported as 10000 (a multiple of a 3333 us jiffy would say 9999). */
+long long st_us_rounded(long long us, long long hz)
+{
+	if (hz <= 0 || us <= 0 || us > LLONG_MAX / 1024 / hz)
+		return us;
+	long long jiffies = (us * hz + 999999) / 1000000;
+	return jiffies * 1000000 / hz;
+}
+
+long long st_us_min(long long hz)
+{
+	return hz > 0 ? 2 * 1000000 / hz : -1;
+}
+
+long long st_us_max(long long hz)
+{
+	return hz > 0 ? hz / 5 * 1000000 / hz : -1;
+}
+
+void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n)
+{
+	snprintf(out, n, "rounded up to a jiffy: %lld us (HZ=%lld), range %lld..%lld us", jiffy_us,
+	         hz, st_us_min(hz), st_us_max(hz));
+}
+

@@ -43,4 +43,35 @@ void st_fix_denied(int i, char *fix, size_t n);
 /* Whether word is one of the space-separated words of list. */
 int st_has_word(const char *list, const char *word);
 
+/* ---- TCP_DELACK_MAX_US and TCP_RTO_MIN_US (Linux 6.15): microseconds, kept in jiffies ----
+ * The kernel converts a value to jiffies rounding up and accepts 2 jiffies .. 200 ms
+ * (TCP_TIMEOUT_MIN .. HZ/5); getsockopt reports the jiffies back in microseconds.  An older
+ * kernel refuses both with ENOPROTOOPT.  (Debian 12's and musl's headers lack them.) */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+#ifndef TCP_DELACK_MAX_US
+#define TCP_DELACK_MAX_US 46
+#endif
+
+/* The values that find HZ: the first of them a kernel accepts is 2 jiffies of it (1001 us at
+ * HZ=1000, 3334 at 300, 4001 at 250, 10001 at 100; each smaller one is 1 jiffy: EINVAL). */
+#define ST_HZ_PROBES {1001, 3334, 4001, 10001}
+
+/* From asked_us, the first value of ST_HZ_PROBES the kernel accepted, and readback_us, what
+ * getsockopt reported: *jiffy_us and *hz (readback = 2 jiffies).  -1 when the pair is not
+ * that (asked not in (1 jiffy, 2 jiffies]). */
+int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,
+                        long long *hz);
+
+/* What the kernel keeps of us at hz, as getsockopt reports it: rounded up to a jiffy. */
+long long st_us_rounded(long long us, long long hz);
+
+/* The least and the greatest value a microsecond option keeps at hz (2 jiffies, 200 ms). */
+long long st_us_min(long long hz);
+long long st_us_max(long long hz);
+
+/* "rounded up to a jiffy: 4000 us (HZ=250), range 8000..200000 us" (check's host lines). */
+void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n);
+
 #endif
