@@ -58,6 +58,10 @@ extern const struct host_sysctl host_sysctls[];
 struct host {
 	char val[N_SYSCTL][512]; /* "" when unreadable */
 	int cap_net_admin;       /* 1, 0, or -1 when unknown */
+	/* TCP_DELACK_MAX_US, TCP_RTO_MIN_US: 1, 0 (ENOPROTOOPT: before Linux 6.15), -1 unknown */
+	int delack_max_us, rto_min_us;
+	char us_probe_err[64];   /* why they are unknown */
+	long long jiffy_us, hz;  /* what they are rounded up to; 0 when unknown */
 	struct rlimit nofile;
 	long page;
 };

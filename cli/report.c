@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include "socktune.h"
+#include "socktune_kernel.h"
 #include "socktune_json.h"
 #include "cli.h"
 
@@ -67,6 +68,11 @@ static void json_sysctl(size_t i, const char *val)
 	putchar(']');
 }
 
+static const char *json_bool(int v)
+{
+	return v < 0 ? "null" : v ? "true" : "false";
+}
+
 void report_json(const struct host *h, const struct verdict *v, int n,
                  const struct memory *m, int not_full)
 {
@@ -80,8 +86,13 @@ void report_json(const struct host *h, const struct verdict *v, int n,
 		json_sysctl(i, h->val[i]);
 		printf(",\n");
 	}
-	printf("    \"cap_net_admin\": %s,\n", h->cap_net_admin < 0 ? "null" :
-	       h->cap_net_admin ? "true" : "false");
+	printf("    \"cap_net_admin\": %s,\n", json_bool(h->cap_net_admin));
+	printf("    \"tcp_delack_max_us\": %s,\n    \"tcp_rto_min_us\": %s,\n",
+	       json_bool(h->delack_max_us), json_bool(h->rto_min_us));
+	if (h->hz > 0)
+		printf("    \"jiffy_us\": %lld,\n    \"hz\": %lld,\n", h->jiffy_us, h->hz);
+	else
+		printf("    \"jiffy_us\": null,\n    \"hz\": null,\n");
 	printf("    \"rlimit_nofile\": {\"soft\": ");
 	if (h->nofile.rlim_cur == RLIM_INFINITY)
 		printf("null");
@@ -130,6 +141,26 @@ void report_json(const struct host *h, const struct verdict *v, int n,
 	printf("  \"configured\": %d,\n  \"not_in_full\": %d\n}\n", n, not_full);
 }
 
+/* TCP_DELACK_MAX_US / TCP_RTO_MIN_US: whether the kernel has it, and what it rounds to. */
+static void text_us_option(const char *name, int has, const struct host *h)
+{
+	printf("  %s = ", name);
+	if (has < 0) {
+		printf("unknown (%s)\n", h->us_probe_err[0] ? h->us_probe_err : "probe failed");
+		return;
+	}
+	if (!has) {
+		printf("no (Linux 6.15 has it)\n");
+		return;
+	}
+	char range[120];
+	if (h->hz > 0)
+		st_us_range_text(h->jiffy_us, h->hz, range, sizeof range);
+	else
+		snprintf(range, sizeof range, "its jiffy unknown (no probe value was 2 jiffies)");
+	printf("yes   # Linux >= 6.15; %s\n", range);
+}
+
 void report_text(const struct host *h, const struct verdict *v, int n,
                  const struct memory *m, int not_full)
 {
@@ -149,6 +180,8 @@ void report_text(const struct host *h, const struct verdict *v, int n,
 	else
 		printf("  RLIMIT_NOFILE = %llu", (unsigned long long)h->nofile.rlim_cur);
 	printf("   # soft limit: descriptors, so connections, per process\n");
+	text_us_option("TCP_DELACK_MAX_US", h->delack_max_us, h);
+	text_us_option("TCP_RTO_MIN_US", h->rto_min_us, h);
 
 	printf("\nconfigured (environment and options; values after -> are read back from a "
 	       "probe socket)\n");
