@@ -1,6 +1,8 @@
 /* The command line: its parser, --help, and the policy the program will run with.  The
  * options are the ST_VARIABLES table of socktune.h, every value parsed by policy.c, the code
  * the library itself runs; nothing here exits (each parser returns a status to main). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@ void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check [OPTIONS] [--json] [--strict]\n"
+	        "       socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
 	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
@@ -55,6 +57,8 @@ void usage(FILE *f)
 	        "               linked, Go, setuid/setgid or file capabilities) instead of warning;\n"
 	        "               check: exit 1 unless every configured value takes effect in full\n"
 	        "  --json       check, stats: print JSON\n"
+	        "  --route ADDR check: the route this host sends to ADDR by (IPv4 or IPv6; up to %d)\n"
+	        "               and whether it has quickack 1, with the ip route change that adds it\n"
 	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
 	        "               interrupted)\n"
 	        "  --help, --version\n"
@@ -67,7 +71,25 @@ void usage(FILE *f)
 	        "\n"
 	        "Exit status: the program's; 2 for a bad option or value (the program is not\n"
 	        "started); 126 when the program cannot be executed, 127 when it is not found.\n",
-	        ST_ENV_LIBRARY);
+	        CLI_MAX_ROUTES, ST_ENV_LIBRARY);
+}
+
+/* check --route ADDR: an address literal (a name would be resolved, perhaps to another
+ * address than the clients'), at most CLI_MAX_ROUTES of them. */
+static enum cli_status route_arg(struct cli *c, const char *val, FILE *msg)
+{
+	unsigned char b[sizeof(struct in6_addr)];
+	if (!c->check)
+		return usage_error(msg, "--route: only for 'socktune check'");
+	if (!val)
+		return usage_error(msg, "--route: missing value (ADDR: an IPv4 or IPv6 address)");
+	if (inet_pton(AF_INET, val, b) != 1 && inet_pton(AF_INET6, val, b) != 1)
+		return usage_error(msg, "--route %s: not an IPv4 or IPv6 address (a literal: 127.0.0.1, ::1)",
+		                   val);
+	if (c->nroutes >= CLI_MAX_ROUTES)
+		return usage_error(msg, "--route %s: at most %d addresses", val, CLI_MAX_ROUTES);
+	c->route[c->nroutes++] = val;
+	return CLI_GO;
 }
 
 /* Parse argv into c.  Every value is checked by st_policy_set, the library's parser; what
@@ -101,6 +123,11 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			if (!c->check)
 				return usage_error(msg, "--json: only for 'socktune check'");
 			c->json = 1;
+			continue;
+		}
+		if (strcmp(a, "--route") == 0 || strncmp(a, "--route=", 8) == 0) {
+			if (route_arg(c, a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : NULL, msg) != CLI_GO)
+				return CLI_BAD;
 			continue;
 		}
 		if (a[1] != '-')

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "socktune.h"
+#include "socktune_kernel.h"
 
 #define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
 
@@ -18,8 +19,12 @@
  * EXIT_USAGE, its one-line message written.  No parser exits: main decides. */
 enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
 
+#define CLI_MAX_ROUTES 8 /* check --route, each a lookup */
+
 struct cli {
 	int check, json, strict;
+	const char *route[CLI_MAX_ROUTES]; /* check --route ADDR: IPv4 or IPv6 literals */
+	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
 	const char *given[ST_V_COUNT]; /* value from the command line, NULL if not given */
 };
@@ -58,6 +63,10 @@ extern const struct host_sysctl host_sysctls[];
 struct host {
 	char val[N_SYSCTL][512]; /* "" when unreadable */
 	int cap_net_admin;       /* 1, 0, or -1 when unknown */
+	/* TCP_DELACK_MAX_US, TCP_RTO_MIN_US: 1, 0 (ENOPROTOOPT: before Linux 6.15), -1 unknown */
+	int delack_max_us, rto_min_us;
+	char us_probe_err[64];   /* why they are unknown */
+	long long jiffy_us, hz;  /* what they are rounded up to; 0 when unknown */
 	struct rlimit nofile;
 	long page;
 };
@@ -89,12 +98,33 @@ struct memory {
 	long long tcp_mem_pages, page;
 };
 
+/* route.c: the route the kernel would send to addr by, and its fix when it lacks quickack. */
+struct route_result {
+	const char *addr;  /* as given */
+	int found;         /* route is the kernel's answer; else error says why */
+	int quickack;      /* it carries quickack 1 */
+	int fixable;       /* without: fix is an `ip route change`; else why there is none */
+	struct st_route route;
+	char spec[400];    /* the route in ip's words */
+	char fix[600];
+	char error[160];
+};
+int route_lookup(const char *addr, struct route_result *out);
+
+/* Everything check reports. */
+struct report {
+	const struct host *h;
+	const struct verdict *v;
+	int n, not_full;
+	const struct memory *m;
+	const struct route_result *routes;
+	int nroutes;
+};
+
 int check_main(const struct cli *c, const struct st_policy *p);
 void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
-void report_json(const struct host *h, const struct verdict *v, int n, const struct memory *m,
-                 int not_full);
-void report_text(const struct host *h, const struct verdict *v, int n, const struct memory *m,
-                 int not_full);
+void report_json(const struct report *r);
+void report_text(const struct report *r);
 
 /* ---- stats.c: socktune stats ---- */
 

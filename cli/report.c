@@ -1,11 +1,13 @@
-/* socktune check's output: the host, a line per configured value, and the memory a full
- * set of connections may hold against net.ipv4.tcp_mem; as text or as JSON. */
+/* socktune check's output: the host, a line per configured value, the memory a full set of
+ * connections may hold against net.ipv4.tcp_mem, and the routes of --route; as text or as
+ * JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "socktune.h"
+#include "socktune_kernel.h"
 #include "socktune_json.h"
 #include "cli.h"
 
@@ -67,9 +69,65 @@ static void json_sysctl(size_t i, const char *val)
 	putchar(']');
 }
 
-void report_json(const struct host *h, const struct verdict *v, int n,
-                 const struct memory *m, int not_full)
+static const char *json_bool(int v)
 {
+	return v < 0 ? "null" : v ? "true" : "false";
+}
+
+static void json_str_or_null(const char *s)
+{
+	if (s && *s)
+		st_json_str(stdout, s);
+	else
+		fputs("null", stdout);
+}
+
+static void json_routes(const struct route_result *rr, int n)
+{
+	printf("  \"routes\": [");
+	for (int i = 0; i < n; i++) {
+		const struct route_result *x = &rr[i];
+		const struct st_route *r = &x->route;
+		printf("%s\n    {\"address\": ", i ? "," : "");
+		st_json_str(stdout, x->addr);
+		printf(", \"found\": %s", json_bool(x->found));
+		if (!x->found) {
+			printf(", \"error\": ");
+			st_json_str(stdout, x->error);
+			printf("}");
+			continue;
+		}
+		char dst[ST_ADDR_TEXT + 8];
+		snprintf(dst, sizeof dst, "%s/%u", r->dst, r->dst_len);
+		char table[16];
+		st_route_table_name(r->table, table, sizeof table);
+		printf(", \"family\": \"%s\", \"table\": \"%s\", \"table_id\": %u, \"type\": \"%s\", "
+		       "\"destination\": ", r->family == AF_INET6 ? "inet6" : "inet", table, r->table,
+		       st_route_type_name(r->type));
+		st_json_str(stdout, dst);
+		printf(", \"gateway\": ");
+		json_str_or_null(r->gateway);
+		printf(", \"device\": ");
+		json_str_or_null(r->dev);
+		printf(", \"route\": ");
+		st_json_str(stdout, x->spec);
+		printf(", \"quickack\": %s, \"fix\": ", json_bool(x->quickack));
+		json_str_or_null(x->quickack || !x->fixable ? NULL : x->fix);
+		printf(", \"why_no_fix\": ");
+		json_str_or_null(x->quickack || x->fixable ? NULL : x->fix);
+		printf(", \"note\": ");
+		json_str_or_null(!x->quickack && x->fixable ? ST_NOTE_ROUTE_QUICKACK : NULL);
+		printf("}");
+	}
+	printf("%s],\n", n ? "\n  " : "");
+}
+
+void report_json(const struct report *rp)
+{
+	const struct host *h = rp->h;
+	const struct verdict *v = rp->v;
+	const struct memory *m = rp->m;
+	int n = rp->n;
 	printf("{\n  \"version\": ");
 	st_json_str(stdout, ST_VERSION);
 	printf(",\n  \"host\": {\n");
@@ -80,8 +138,13 @@ void report_json(const struct host *h, const struct verdict *v, int n,
 		json_sysctl(i, h->val[i]);
 		printf(",\n");
 	}
-	printf("    \"cap_net_admin\": %s,\n", h->cap_net_admin < 0 ? "null" :
-	       h->cap_net_admin ? "true" : "false");
+	printf("    \"cap_net_admin\": %s,\n", json_bool(h->cap_net_admin));
+	printf("    \"tcp_delack_max_us\": %s,\n    \"tcp_rto_min_us\": %s,\n",
+	       json_bool(h->delack_max_us), json_bool(h->rto_min_us));
+	if (h->hz > 0)
+		printf("    \"jiffy_us\": %lld,\n    \"hz\": %lld,\n", h->jiffy_us, h->hz);
+	else
+		printf("    \"jiffy_us\": null,\n    \"hz\": null,\n");
 	printf("    \"rlimit_nofile\": {\"soft\": ");
 	if (h->nofile.rlim_cur == RLIM_INFINITY)
 		printf("null");
@@ -127,12 +190,63 @@ void report_json(const struct host *h, const struct verdict *v, int n,
 		       (m->rcv + m->snd) * m->nofile);
 	printf("\"tcp_mem_max_pages\": %lld, \"tcp_mem_max_bytes\": %lld},\n", m->tcp_mem_pages,
 	       m->tcp_mem_pages * m->page);
-	printf("  \"configured\": %d,\n  \"not_in_full\": %d\n}\n", n, not_full);
+	json_routes(rp->routes, rp->nroutes);
+	printf("  \"configured\": %d,\n  \"not_in_full\": %d\n}\n", n, rp->not_full);
 }
 
-void report_text(const struct host *h, const struct verdict *v, int n,
-                 const struct memory *m, int not_full)
+/* TCP_DELACK_MAX_US / TCP_RTO_MIN_US: whether the kernel has it, and what it rounds to. */
+static void text_us_option(const char *name, int has, const struct host *h)
 {
+	printf("  %s = ", name);
+	if (has < 0) {
+		printf("unknown (%s)\n", h->us_probe_err[0] ? h->us_probe_err : "probe failed");
+		return;
+	}
+	if (!has) {
+		printf("no (Linux 6.15 has it)\n");
+		return;
+	}
+	char range[120];
+	if (h->hz > 0)
+		st_us_range_text(h->jiffy_us, h->hz, range, sizeof range);
+	else
+		snprintf(range, sizeof range, "its jiffy unknown (no probe value was 2 jiffies)");
+	printf("yes   # Linux >= 6.15; %s\n", range);
+}
+
+static void text_routes(const struct route_result *rr, int n)
+{
+	printf("\nroutes (what this host sends to each --route address by: ip route get fibmatch "
+	       "ADDR)\n");
+	for (int i = 0; i < n; i++) {
+		const struct route_result *x = &rr[i];
+		const struct st_route *r = &x->route;
+		if (!x->found) {
+			printf("  %s: %s\n", x->addr, x->error);
+			continue;
+		}
+		char table[16];
+		st_route_table_name(r->table, table, sizeof table);
+		printf("  %s: table %s, type %s, %s/%u", x->addr, table, st_route_type_name(r->type),
+		       r->dst, r->dst_len);
+		if (r->gateway[0])
+			printf(", via %s", r->gateway);
+		printf(", dev %s: quickack %s\n", r->dev[0] ? r->dev : "none", x->quickack ? "yes" : "no");
+		printf("    route: %s\n", x->spec);
+		if (x->quickack)
+			continue;
+		printf("    fix: %s\n", x->fix);
+		if (x->fixable)
+			printf("    # %s\n", ST_NOTE_ROUTE_QUICKACK);
+	}
+}
+
+void report_text(const struct report *rp)
+{
+	const struct host *h = rp->h;
+	const struct verdict *v = rp->v;
+	const struct memory *m = rp->m;
+	int n = rp->n, not_full = rp->not_full;
 	printf("host (this process's network namespace, read from /proc/sys)\n");
 	for (size_t i = 0; i < N_SYSCTL; i++) {
 		printf("  %s = %s", host_sysctls[i].name, h->val[i][0] ? h->val[i] : "unavailable");
@@ -149,6 +263,8 @@ void report_text(const struct host *h, const struct verdict *v, int n,
 	else
 		printf("  RLIMIT_NOFILE = %llu", (unsigned long long)h->nofile.rlim_cur);
 	printf("   # soft limit: descriptors, so connections, per process\n");
+	text_us_option("TCP_DELACK_MAX_US", h->delack_max_us, h);
+	text_us_option("TCP_RTO_MIN_US", h->rto_min_us, h);
 
 	printf("\nconfigured (environment and options; values after -> are read back from a "
 	       "probe socket)\n");
@@ -186,6 +302,8 @@ void report_text(const struct host *h, const struct verdict *v, int n,
 		           ? "   # beyond it the kernel drops and throttles TCP memory host-wide"
 		           : "");
 	}
+	if (rp->nroutes)
+		text_routes(rp->routes, rp->nroutes);
 	printf("\n");
 	if (n == 0)
 		printf("result: nothing configured\n");

@@ -2,8 +2,10 @@
  * (include/socktune_kernel.h).  Pure: no socket, no file, no global state. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "socktune_kernel.h"
 
@@ -111,4 +113,182 @@ void st_fix_refused(int i, int err, char *fix, size_t n)
 		snprintf(fix, n, "the kernel takes 2 jiffies to 200 ms (socktune check shows the jiffy)");
 	else
 		fix[0] = '\0';
+
+int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,
+                        long long *hz)
+{
+	long long jiffy = readback_us / 2;
+	if (jiffy <= 0 || jiffy > 1000000 || asked_us <= jiffy || asked_us > readback_us)
+		return -1;
+	*jiffy_us = jiffy;
+	*hz = 1000000 / jiffy;
+	return 0;
+}
+
+/* usecs_to_jiffies() rounds up, jiffies_to_usecs() down: at HZ=300, 9999 us is 3 jiffies,
+ * reported as 10000 (a multiple of a 3333 us jiffy would say 9999). */
+long long st_us_rounded(long long us, long long hz)
+{
+	if (hz <= 0 || us <= 0 || us > LLONG_MAX / 1024 / hz)
+		return us;
+	long long jiffies = (us * hz + 999999) / 1000000;
+	return jiffies * 1000000 / hz;
+}
+
+long long st_us_min(long long hz)
+{
+	return hz > 0 ? 2 * 1000000 / hz : -1;
+}
+
+long long st_us_max(long long hz)
+{
+	return hz > 0 ? hz / 5 * 1000000 / hz : -1;
+}
+
+void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n)
+{
+	snprintf(out, n, "rounded up to a jiffy: %lld us (HZ=%lld), range %lld..%lld us", jiffy_us,
+	         hz, st_us_min(hz), st_us_max(hz));
+}
+
+/* ---- routes, in the words of ip-route(8) ---- */
+
+static const char *const route_types[] = {"unspec", "unicast", "local", "broadcast", "anycast",
+                                          "multicast", "blackhole", "unreachable", "prohibit",
+                                          "throw", "nat", "xresolve"};
+/* RTA_METRICS by RTAX_ number, as ip(8) names them (0: none; 1: the lock bits) */
+static const char *const route_metrics[ST_RTAX_COUNT] = {
+	NULL, NULL, "mtu", "window", "rtt", "rttvar", "ssthresh", "cwnd", "advmss", "reordering",
+	"hoplimit", "initcwnd", "features", "rto_min", "initrwnd", "quickack", "congctl",
+	"fastopen_no_cookie"};
+
+const char *st_route_type_name(unsigned type)
+{
+	return type < sizeof route_types / sizeof route_types[0] ? route_types[type] : "?";
+}
+
+void st_route_table_name(unsigned table, char *out, size_t n)
+{
+	if (table >= 253 && table <= 255)
+		snprintf(out, n, "%s", table == 255 ? "local" : table == 254 ? "main" : "default");
+	else
+		snprintf(out, n, "%u", table);
+}
+
+int st_route_quickack(const struct st_route *r)
+{
+	return (r->has_metric >> ST_RTAX_QUICKACK & 1) && r->metric[ST_RTAX_QUICKACK] != 0;
+}
+
+/* Appends to a string of size n, cut short rather than overflowed. */
+static void add(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *out, size_t n, const char *fmt, ...)
+{
+	size_t len = strnlen(out, n);
+	if (len + 1 >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out + len, n - len, fmt, ap);
+	va_end(ap);
+}
+
+static void add_name(char *out, size_t n, const char *key, unsigned v)
+{
+	static const struct { unsigned char kind, v; const char *name; } names[] = {
+		{'t', 255, "local"}, {'t', 254, "main"}, {'t', 253, "default"},
+		{'p', 2, "kernel"}, {'p', 3, "boot"}, {'p', 4, "static"}, {'p', 9, "ra"},
+		{'p', 16, "dhcp"},
+		{'s', 0, "global"}, {'s', 200, "site"}, {'s', 253, "link"}, {'s', 254, "host"},
+		{'s', 255, "nowhere"},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].kind == key[0] && names[i].v == v) {
+			add(out, n, " %s %s", key, names[i].name);
+			return;
+		}
+	add(out, n, " %s %u", key, v); /* ip takes the number for any of them */
+}
+
+void st_route_spec(const struct st_route *r, int without_quickack, char *out, size_t n)
+{
+	int full = r->family == AF_INET6 ? 128 : 32;
+	out[0] = '\0';
+	if (r->type != 1 && r->type < sizeof route_types / sizeof route_types[0])
+		add(out, n, "%s ", route_types[r->type]);
+	if (r->dst_len == 0)
+		add(out, n, "default");
+	else if (r->dst_len == full)
+		add(out, n, "%s", r->dst);
+	else
+		add(out, n, "%s/%u", r->dst, r->dst_len);
+	if (r->tos)
+		add(out, n, " tos 0x%x", r->tos);
+	if (r->nhid >= 0) {
+		add(out, n, " nhid %lld", r->nhid); /* the nexthop object: no via or dev with it */
+	} else {
+		if (r->gateway[0])
+			add(out, n, " via %s", r->gateway);
+		if (r->dev[0])
+			add(out, n, " dev %s", r->dev);
+		if (r->flags & 4)
+			add(out, n, " onlink");
+	}
+	add_name(out, n, "table", r->table);
+	if (r->protocol)
+		add_name(out, n, "proto", r->protocol);
+	if (r->family == AF_INET)
+		add_name(out, n, "scope", r->scope);
+	if (r->prefsrc[0])
+		add(out, n, " src %s", r->prefsrc);
+	if (r->priority >= 0)
+		add(out, n, " metric %lld", r->priority);
+	if (r->pref == 1 || r->pref == 3)
+		add(out, n, " pref %s", r->pref == 1 ? "high" : "low");
+	if (r->realms >= 0)
+		add(out, n, " realms %lld", r->realms);
+	unsigned lock = r->has_metric >> ST_RTAX_LOCK & 1 ? r->metric[ST_RTAX_LOCK] : 0;
+	for (int i = 2; i < ST_RTAX_COUNT; i++) {
+		if (!(r->has_metric >> i & 1) || (i == ST_RTAX_QUICKACK && without_quickack))
+			continue;
+		/* ip sets rto_min's lock itself and has no word for it */
+		const char *locked = lock >> i & 1 && i != ST_RTAX_RTO_MIN ? " lock" : "";
+		if (i == ST_RTAX_CC_ALGO)
+			add(out, n, " congctl%s %s", locked, r->congctl);
+		else if (i == ST_RTAX_FEATURES)
+			add(out, n, "%s", r->metric[i] & 1 ? " features ecn" : "");
+		else /* a bare number is taken raw: rtt 80 is 80, not 80 ms (which ip stores x8) */
+			add(out, n, " %s%s %u", route_metrics[i], locked, r->metric[i]);
+	}
+}
+
+int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n)
+{
+	static const struct { unsigned bit; const char *what; } lost[] = {
+		{ST_R_MULTIPATH, "its nexthops (multipath)"}, {ST_R_ENCAP, "its encapsulation"},
+		{ST_R_VIA, "its gateway of another family (via)"}, {ST_R_METRIC, "a metric ip has no word for"},
+		{ST_R_EXPIRES, "its expiry"}, {ST_R_NODEV, "its device (no name for its index)"},
+	};
+	if (r->type >= 6 && r->type <= 9) {
+		snprintf(fix, n, "none: a %s route sends nothing", route_types[r->type]);
+		return -1;
+	}
+	if (r->family == AF_INET6 && r->priority == 0) {
+		/* ip6_route_info_create() turns a requested metric 0 into 1024: the change names
+		 * another route (ENOENT).  The kernel's own routes (::1, the host's addresses) keep 0. */
+		snprintf(fix, n, "none by ip route change: IPv6 routes of metric 0 are the kernel's own "
+		         "(a change of metric 0 names metric 1024); per connection instead: "
+		         "TCP_DELACK_MAX_US (Linux 6.15) or TCP_QUICKACK after every receive (--quickack)");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof lost / sizeof lost[0]; i++)
+		if (r->unrepeated & lost[i].bit) {
+			snprintf(fix, n, "none written here: a change must repeat %s; add quickack 1 to the "
+			         "command that made the route", lost[i].what);
+			return -1;
+		}
+	char spec[400];
+	st_route_spec(r, 1, spec, sizeof spec);
+	snprintf(fix, n, "ip %sroute change %s quickack 1", r->family == AF_INET6 ? "-6 " : "", spec);
+	return 0;
 }

@@ -48,4 +48,84 @@ void st_fix_refused(int i, int err, char *fix, size_t n);
 /* Whether word is one of the space-separated words of list. */
 int st_has_word(const char *list, const char *word);
 
+/* ---- TCP_DELACK_MAX_US and TCP_RTO_MIN_US (Linux 6.15): microseconds, kept in jiffies ----
+ * The kernel converts a value to jiffies rounding up and accepts 2 jiffies .. 200 ms
+ * (TCP_TIMEOUT_MIN .. HZ/5); getsockopt reports the jiffies back in microseconds.  An older
+ * kernel refuses both with ENOPROTOOPT.  (Debian 12's and musl's headers lack them.) */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+#ifndef TCP_DELACK_MAX_US
+#define TCP_DELACK_MAX_US 46
+#endif
+
+/* The values that find HZ: the first of them a kernel accepts is 2 jiffies of it (1001 us at
+ * HZ=1000, 3334 at 300, 4001 at 250, 10001 at 100; each smaller one is 1 jiffy: EINVAL). */
+#define ST_HZ_PROBES {1001, 3334, 4001, 10001}
+
+/* From asked_us, the first value of ST_HZ_PROBES the kernel accepted, and readback_us, what
+ * getsockopt reported: *jiffy_us and *hz (readback = 2 jiffies).  -1 when the pair is not
+ * that (asked not in (1 jiffy, 2 jiffies]). */
+int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,
+                        long long *hz);
+
+/* What the kernel keeps of us at hz, as getsockopt reports it: rounded up to a jiffy. */
+long long st_us_rounded(long long us, long long hz);
+
+/* The least and the greatest value a microsecond option keeps at hz (2 jiffies, 200 ms). */
+long long st_us_min(long long hz);
+long long st_us_max(long long hz);
+
+/* "rounded up to a jiffy: 4000 us (HZ=250), range 8000..200000 us" (check's host lines). */
+void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n);
+
+/* ---- the route attribute quickack 1 (RTAX_QUICKACK, CAP_NET_ADMIN) ----
+ * On a route, it makes TCP acknowledge at once on every connection that uses it: no delayed
+ * ACK, no per-receive cost, established connections included from their next segment.  What
+ * counts for a server is its route back to each client's address (on loopback, 127.0.0.1's
+ * own /32 route in the local table, not 127.0.0.0/8). */
+enum { ST_RTAX_LOCK = 1, ST_RTAX_FEATURES = 12, ST_RTAX_RTO_MIN = 13, ST_RTAX_QUICKACK = 15,
+       ST_RTAX_CC_ALGO = 16, ST_RTAX_COUNT = 18 };
+/* What a route carries that no command st_fix_route_quickack writes can repeat. */
+enum { ST_R_MULTIPATH = 1, ST_R_ENCAP = 2, ST_R_VIA = 4, ST_R_METRIC = 8, ST_R_EXPIRES = 16,
+       ST_R_NODEV = 32 };
+#define ST_ADDR_TEXT 46 /* INET6_ADDRSTRLEN */
+
+/* A route as the kernel reports it (an RTM_NEWROUTE answer, decoded by the command). */
+struct st_route {
+	int family;                     /* AF_INET, AF_INET6 */
+	unsigned table;                 /* 255 local, 254 main, 253 default, or another */
+	unsigned char type, protocol, scope, dst_len; /* rtm_type (2 local ...), rtm_protocol */
+	unsigned char tos;              /* rtm_tos: part of an IPv4 route's key */
+	unsigned flags;                 /* rtm_flags (4: onlink) */
+	char dst[ST_ADDR_TEXT], gateway[ST_ADDR_TEXT], prefsrc[ST_ADDR_TEXT]; /* "": none */
+	char dev[16];                   /* "": none */
+	long long priority, nhid, pref, realms; /* -1: absent */
+	unsigned metric[ST_RTAX_COUNT]; /* RTA_METRICS: metric[i] when bit i of has_metric */
+	unsigned long has_metric;
+	char congctl[16];               /* RTAX_CC_ALGO */
+	unsigned unrepeated;            /* ST_R_* */
+};
+
+/* ip's names: of a route type (2: "local"; "?" past the known ones), of a table (255:
+ * "local", 254 "main", 253 "default", else the number). */
+const char *st_route_type_name(unsigned type);
+void st_route_table_name(unsigned table, char *out, size_t n);
+
+/* Whether r carries quickack 1. */
+int st_route_quickack(const struct st_route *r);
+
+/* The route in the words of `ip route`, each attribute a change must repeat
+ * ("local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1"), its own
+ * quickack left out when without_quickack. */
+void st_route_spec(const struct st_route *r, int without_quickack, char *out, size_t n);
+
+/* The fix for a route without quickack: the `ip route change` that adds quickack 1 and keeps
+ * the rest (the proto too: the kernel deletes its own routes by it when an address goes);
+ * 0.  -1 when no such command exists, why in fix. */
+int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n);
+
+#define ST_NOTE_ROUTE_QUICKACK "needs CAP_NET_ADMIN; the route that counts is the server's " \
+	"route back to its clients' addresses"
+
 #endif

@@ -1,0 +1,179 @@
+/* Table-driven tests of the pure rules in common/kernel.c that need no socket: the jiffy from
+ * a TCP_DELACK_MAX_US read-back, microsecond rounding at each HZ, and the `ip route change`
+ * that adds quickack 1 to a route as the kernel reports it.  PASS/FAIL per group; a failing
+ * case also prints its own line. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "socktune_kernel.h"
+
+static int group_failed, failures;
+
+#define CASE_FAIL(...)                     \
+	do {                               \
+		printf("  case failed: "); \
+		printf(__VA_ARGS__);       \
+		printf("\n");              \
+		group_failed++;            \
+	} while (0)
+
+static void end_group(const char *name)
+{
+	if (group_failed) {
+		printf("FAIL %s: %d case(s) failed\n", name, group_failed);
+		failures++;
+	} else {
+		printf("PASS %s\n", name);
+	}
+	group_failed = 0;
+}
+
+static void test_hz(void)
+{
+	/* what getsockopt reports after the first accepted probe value, at each HZ (x86's four,
+	 * and 1024: jiffies_to_usecs rounds down, 1953) */
+	static const struct { long long asked, back; int rc; long long jiffy, hz; } c[] = {
+		{1001, 2000, 0, 1000, 1000},  {3334, 6666, 0, 3333, 300}, {4001, 8000, 0, 4000, 250},
+		{10001, 20000, 0, 10000, 100}, {1001, 1953, 0, 976, 1024}, {5000, 8000, 0, 4000, 250},
+		{4000, 8000, -1, 0, 0},        {8001, 8000, -1, 0, 0},    {1001, 0, -1, 0, 0},
+		{1, 1, -1, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		long long jiffy = 0, hz = 0;
+		int rc = st_hz_from_readback(c[i].asked, c[i].back, &jiffy, &hz);
+		if (rc != c[i].rc || (rc == 0 && (jiffy != c[i].jiffy || hz != c[i].hz)))
+			CASE_FAIL("asked %lld read %lld: rc %d jiffy %lld hz %lld", c[i].asked, c[i].back,
+			          rc, jiffy, hz);
+	}
+	end_group("hz_from_readback");
+}
+
+static void test_rounding(void)
+{
+	static const struct { long long us, hz, want; } c[] = {
+		{5000, 250, 8000},    {4001, 250, 8000},    {8000, 250, 8000},  {200000, 250, 200000},
+		{5000, 300, 6666},    {9999, 300, 10000},   {1001, 1000, 2000}, {5000, 1000, 5000},
+		{5000, 100, 10000},   {10001, 100, 20000},  {5000, 0, 5000},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		long long got = st_us_rounded(c[i].us, c[i].hz);
+		if (got != c[i].want)
+			CASE_FAIL("%lld us at HZ=%lld: %lld, want %lld", c[i].us, c[i].hz, got, c[i].want);
+	}
+	static const struct { long long hz, min, max; } r[] = {
+		{250, 8000, 200000}, {300, 6666, 200000}, {1000, 2000, 200000}, {100, 20000, 200000},
+		{1024, 1953, 199218},
+	};
+	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+		if (st_us_min(r[i].hz) != r[i].min || st_us_max(r[i].hz) != r[i].max)
+			CASE_FAIL("HZ=%lld: range %lld..%lld", r[i].hz, st_us_min(r[i].hz), st_us_max(r[i].hz));
+	char text[120];
+	st_us_range_text(4000, 250, text, sizeof text);
+	if (strcmp(text, "rounded up to a jiffy: 4000 us (HZ=250), range 8000..200000 us") != 0)
+		CASE_FAIL("range text: %s", text);
+	end_group("us_rounding");
+}
+
+static struct st_route route(int family, unsigned table, unsigned char type, const char *dst,
+                             unsigned char len, const char *dev)
+{
+	struct st_route r;
+	memset(&r, 0, sizeof r);
+	r.family = family;
+	r.table = table;
+	r.type = type;
+	r.dst_len = len;
+	r.protocol = 2;
+	r.scope = type == 2 ? 254 : 0;
+	snprintf(r.dst, sizeof r.dst, "%s", dst);
+	snprintf(r.dev, sizeof r.dev, "%s", dev);
+	r.priority = r.nhid = r.pref = r.realms = -1;
+	return r;
+}
+
+static void metric(struct st_route *r, int i, unsigned v)
+{
+	r->metric[i] = v;
+	r->has_metric |= 1ul << i;
+}
+
+static void expect_fix(const char *name, const struct st_route *r, int rc, const char *want)
+{
+	char fix[600];
+	int got = st_fix_route_quickack(r, fix, sizeof fix);
+	if (got != rc || (rc == 0 && strcmp(fix, want) != 0) || (rc != 0 && !strstr(fix, want)))
+		CASE_FAIL("%s: rc %d, fix '%s'; want rc %d, '%s'", name, got, fix, rc, want);
+}
+
+static void test_route_fix(void)
+{
+	/* 127.0.0.1's own route: the proto is kept (the kernel deletes its local routes by
+	 * proto kernel when the address goes) */
+	struct st_route r = route(AF_INET, 255, 2, "127.0.0.1", 32, "lo");
+	snprintf(r.prefsrc, sizeof r.prefsrc, "127.0.0.1");
+	expect_fix("loopback", &r, 0, "ip route change local 127.0.0.1 dev lo table local proto "
+	           "kernel scope host src 127.0.0.1 quickack 1");
+	if (st_route_quickack(&r))
+		CASE_FAIL("no metrics, yet quickack");
+	metric(&r, ST_RTAX_QUICKACK, 0);
+	if (st_route_quickack(&r))
+		CASE_FAIL("quickack 0 taken for quickack 1");
+	metric(&r, ST_RTAX_QUICKACK, 1);
+	if (!st_route_quickack(&r))
+		CASE_FAIL("quickack 1 not seen");
+
+	/* the other metrics repeated (a lock as ip writes it, rto_min's lock implied), the old
+	 * quickack left out */
+	r = route(AF_INET, 254, 1, "10.9.0.0", 16, "eth0");
+	r.protocol = 4;
+	r.scope = 253;
+	r.priority = 5;
+	metric(&r, ST_RTAX_LOCK, 1u << 2 | 1u << 13);
+	metric(&r, 2, 1400);
+	metric(&r, 4, 80);
+	metric(&r, 13, 5);
+	metric(&r, ST_RTAX_QUICKACK, 0);
+	metric(&r, ST_RTAX_FEATURES, 1);
+	r.has_metric |= 1ul << ST_RTAX_CC_ALGO;
+	snprintf(r.congctl, sizeof r.congctl, "reno");
+	expect_fix("metrics", &r, 0, "ip route change 10.9.0.0/16 dev eth0 table main proto static "
+	           "scope link metric 5 mtu lock 1400 rtt 80 features ecn rto_min 5 congctl reno "
+	           "quickack 1");
+
+	r = route(AF_INET6, 254, 1, "::", 0, "eth0");
+	r.protocol = 3;
+	r.priority = 1024;
+	snprintf(r.gateway, sizeof r.gateway, "fd00::1");
+	expect_fix("ipv6 default", &r, 0, "ip -6 route change default via fd00::1 dev eth0 table "
+	           "main proto boot metric 1024 quickack 1");
+
+	r = route(AF_INET, 254, 1, "10.0.0.0", 8, "eth0");
+	r.nhid = 7;
+	expect_fix("nexthop object", &r, 0, "ip route change 10.0.0.0/8 nhid 7 table main proto "
+	           "kernel scope global quickack 1");
+
+	r = route(AF_INET6, 255, 2, "::1", 128, "lo");
+	r.priority = 0;
+	expect_fix("ipv6 metric 0", &r, -1, "metric 0");
+	r = route(AF_INET, 254, 1, "10.0.0.0", 8, "");
+	r.unrepeated = ST_R_MULTIPATH;
+	expect_fix("multipath", &r, -1, "multipath");
+	r = route(AF_INET, 254, 6, "10.0.0.0", 8, "");
+	expect_fix("blackhole", &r, -1, "blackhole");
+
+	char name[16];
+	st_route_table_name(100, name, sizeof name);
+	if (strcmp(name, "100") != 0 || strcmp(st_route_type_name(2), "local") != 0 ||
+	    strcmp(st_route_type_name(200), "?") != 0)
+		CASE_FAIL("names: table 100 '%s', type 2 '%s'", name, st_route_type_name(2));
+	end_group("route_quickack_fix");
+}
+
+int main(void)
+{
+	test_hz();
+	test_rounding();
+	test_route_fix();
+	return failures ? 1 : 0;
+}
