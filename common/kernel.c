@@ -113,6 +113,7 @@ void st_fix_refused(int i, int err, char *fix, size_t n)
 		snprintf(fix, n, "the kernel takes 2 jiffies to 200 ms (socktune check shows the jiffy)");
 	else
 		fix[0] = '\0';
+}
 
 int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,
                         long long *hz)
