@@ -1,8 +1,9 @@
 /* Table-driven tests of the pure rules in common/kernel.c that need no socket: the jiffy from
  * a TCP_DELACK_MAX_US read-back, microsecond rounding at each HZ, and the `ip route change`
- * that adds quickack 1 to a route as the kernel reports it.  PASS/FAIL per group; a failing
+ * that adds quickack 1 to a route as the kernel reports it, the fix of each refusal.  PASS/FAIL per group; a failing
  * case also prints its own line. */
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -170,8 +171,39 @@ static void test_route_fix(void)
 	end_group("route_quickack_fix");
 }
 
+/* A refusal's fix: the Linux release for an option the kernel lacks, the capability for
+ * EPERM; final ones are not tried again on the next socket. */
+static void test_refusals(void)
+{
+	static const struct {
+		int opt, err, final;
+		const char *fix; /* a part of it; "" for none */
+	} cases[] = {
+		{ST_V_DELACK_MAX, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_DELACK_MAX_US"},
+		{ST_V_RTO_MIN, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_RTO_MIN_US"},
+		{ST_V_MAXSEG, ENOPROTOOPT, 1, "a newer kernel"},
+		{ST_V_TRANSPARENT, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
+		{ST_V_MARK, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
+		{ST_V_NODELAY, EPERM, 0, "grant CAP_NET_ADMIN"},
+		{ST_V_BINDTODEVICE, ENODEV, 0, "name an interface"},
+		{ST_V_DELACK_MAX, EINVAL, 0, "2 jiffies to 200 ms"},
+		{ST_V_TTL, EINVAL, 0, ""},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char fix[160];
+		st_fix_refused(cases[k].opt, cases[k].err, fix, sizeof fix);
+		int final = st_refusal_is_final(cases[k].opt, cases[k].err);
+		if ((*cases[k].fix ? !strstr(fix, cases[k].fix) : *fix != '\0') || final != cases[k].final)
+			CASE_FAIL("%s errno %d: fix '%s' final %d, want '%s' final %d",
+			          st_vars[cases[k].opt].env, cases[k].err, fix, final, cases[k].fix,
+			          cases[k].final);
+	}
+	end_group("refusal_fixes");
+}
+
 int main(void)
 {
+	test_refusals();
 	test_hz();
 	test_rounding();
 	test_route_fix();
