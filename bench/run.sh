@@ -221,26 +221,27 @@ c7_env() {
 c7_nsx() { [ "$1" = rt ] && echo "ip netns exec $NS7"; }
 note "case 7: two-write client, delayed-ACK cures ($C7_V), $C7_N requests x $ROUNDS rounds$([ $C7_RT = 1 ] || echo '; no namespace: no route row')"
 for v in $C7_V; do
-	NSX=$(c7_nsx $v)
+	NSX=$(c7_nsx "$v")
 	p=$(port)
-	start c7-$v "$(c7_env $v)" "$BB/bsrv" ka 127.0.0.1 "$p"
+	start "c7-$v" "$(c7_env "$v")" "$BB/bsrv" ka 127.0.0.1 "$p"
 	eval "c7_port_$v=$p c7_srv_$v=$LAST"
 	waitfor 127.0.0.1 "$p"
 done
 NSX=""
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	for v in $(rotate $r $C7_V); do
+	# shellcheck disable=SC2086 # the variants are words
+	for v in $(rotate "$r" $C7_V); do
 		eval "p=\$c7_port_$v"
-		NSX=$(c7_nsx $v)
-		client c7 $v "$BB/bcli" twowrite 127.0.0.1 "$p" "$C7_N" "$OUT/c7-$v-$r.us"
+		NSX=$(c7_nsx "$v")
+		client c7 "$v" "$BB/bcli" twowrite 127.0.0.1 "$p" "$C7_N" "$OUT/c7-$v-$r.us"
 		NSX=""
 	done
 	r=$((r + 1))
 done
 for v in $C7_V; do
 	eval "stop \$c7_srv_$v"
-	cat "$OUT"/c7-$v-*.us >"$OUT/c7-$v.us"
+	cat "$OUT/c7-$v"-*.us >"$OUT/c7-$v.us"
 done
 # what the kernel kept of 5ms (rounded up to a jiffy), from the library's listen lines
 C7_KEPT=$(sed -n 's/.* \(delack_max.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
@@ -267,11 +268,11 @@ if command -v strace >/dev/null; then
 	note "case 7: syscalls per request (strace -f, $S7_N1 vs $S7_N2 requests)"
 	for v in $C7_V; do
 		for n in $S7_N1 $S7_N2; do
-			NSX=$(c7_nsx $v)
+			NSX=$(c7_nsx "$v")
 			p=$(port)
 			# shellcheck disable=SC2086,SC2046
 			$NSX strace -f -qq -o "$OUT/strace7-$v-$n" env SOCKTUNE_LOG_FILE="$OUT/strace7-$v.%p.log" \
-				$(c7_env $v) "$BB/bsrv" ka 127.0.0.1 "$p" >/dev/null 2>&1 &
+				$(c7_env "$v") "$BB/bsrv" ka 127.0.0.1 "$p" >/dev/null 2>&1 &
 			st_pid=$!
 			PIDS="$PIDS $st_pid"
 			waitfor 127.0.0.1 "$p"
