@@ -21,9 +21,9 @@ RES=$OUT/results
 QUICK=${BENCH_QUICK:-0}
 
 if [ "$QUICK" = 1 ]; then
-	ROUNDS=2 C1_N=32 C2_N=20 C6_N=20 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
+	ROUNDS=2 C1_N=32 C2_N=20 C6_N=20 C7_N=20 S7_N1=5 S7_N2=25 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
 else
-	ROUNDS=5 C1_N=128 C2_N=50 C6_N=30 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
+	ROUNDS=5 C1_N=128 C2_N=50 C6_N=30 C7_N=50 S7_N1=10 S7_N2=50 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
 fi
 HOLD_N=10000
 BODY=399360    # 390 KiB of request body
@@ -192,6 +192,110 @@ while [ $r -lt "$ROUNDS" ]; do
 done
 stop "$sa" "$sn" "$sq"
 for v in plain nd ndqa; do cat "$OUT"/c6-$v-*.us >"$OUT/c6-$v.us"; done
+
+# ---- case 7: the two-write client of case 2 against the three cures for the server's
+# delayed ACK: capped delayed ACK (TCP_DELACK_MAX_US, and TCP_RTO_MIN_US, which caps it to
+# rto_min - 1 jiffy), set once on the listener; TCP_QUICKACK re-armed after every receive;
+# and, without the library, the route attribute quickack 1 in a namespace of our own.  What
+# counts for the route is the server's route back to the client: on loopback 127.0.0.1's own
+# /32 in the local table (changing 127.0.0.0/8 does nothing). ----
+C7_V="plain dm dmrto qa"
+NS7=stb$$c7
+if command -v ip >/dev/null && ns_make $NS7 &&
+	ip -n $NS7 route change local 127.0.0.1 dev lo table local proto kernel scope host \
+		src 127.0.0.1 quickack 1 2>/dev/null &&
+	ip -n $NS7 route show table local 127.0.0.1 | grep -q 'quickack 1'; then
+	C7_V="$C7_V rt"
+	C7_RT=1
+else
+	C7_RT=0
+fi
+c7_env() {
+	case $1 in
+	plain | rt) echo "" ;;
+	dm) echo "$SHIM SOCKTUNE_DELACK_MAX=5ms" ;;
+	dmrto) echo "$SHIM SOCKTUNE_DELACK_MAX=5ms SOCKTUNE_RTO_MIN=5ms" ;;
+	qa) echo "$SHIM SOCKTUNE_QUICKACK=1" ;;
+	esac
+}
+c7_nsx() { [ "$1" = rt ] && echo "ip netns exec $NS7"; }
+note "case 7: two-write client, delayed-ACK cures ($C7_V), $C7_N requests x $ROUNDS rounds$([ $C7_RT = 1 ] || echo '; no namespace: no route row')"
+for v in $C7_V; do
+	NSX=$(c7_nsx "$v")
+	p=$(port)
+	start "c7-$v" "$(c7_env "$v")" "$BB/bsrv" ka 127.0.0.1 "$p"
+	eval "c7_port_$v=$p c7_srv_$v=$LAST"
+	waitfor 127.0.0.1 "$p"
+done
+NSX=""
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	# shellcheck disable=SC2086 # the variants are words
+	for v in $(rotate "$r" $C7_V); do
+		eval "p=\$c7_port_$v"
+		NSX=$(c7_nsx "$v")
+		client c7 "$v" "$BB/bcli" twowrite 127.0.0.1 "$p" "$C7_N" "$OUT/c7-$v-$r.us"
+		NSX=""
+	done
+	r=$((r + 1))
+done
+for v in $C7_V; do
+	eval "stop \$c7_srv_$v"
+	cat "$OUT/c7-$v"-*.us >"$OUT/c7-$v.us"
+done
+# what the kernel kept of 5ms (rounded up to a jiffy), from the library's listen lines
+C7_KEPT=$(sed -n 's/.* \(delack_max.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
+C7_KEPT="$C7_KEPT $(sed -n 's/.* \(rto_min.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dmrto.*.log 2>/dev/null | head -n 1)"
+
+# Syscalls per request and setsockopt per receive: each variant's server under strace -f (every
+# syscall), for two numbers of requests on one connection; the difference leaves out start-up,
+# listen(), accept and the connection's set-up.  The server is stopped by its pid once the
+# client has its last response: every receive that returned data has been followed by its
+# re-arm by then.
+# c7_count FILE all|setsockopt|recv: in strace -f -o output ("PID name(...) = R"), the
+# syscalls, the setsockopt calls, or the read()s that returned data, up to the last response
+# written: what follows (the read of the client's FIN, close, accept again) races with the
+# kill and would count in one run and not in the other.
+c7_count() {
+	awk -v what="$2" '
+		what == "all" && $2 ~ /^[a-z_0-9]+\(/ { n++ }
+		what == "setsockopt" && $2 ~ /^setsockopt\(/ { n++ }
+		what == "recv" && $2 ~ /^read\(/ && $NF ~ /^[1-9][0-9]*$/ { n++ }
+		$2 ~ /^write\(/ && /HTTP\/1\.1 200/ { upto = n }
+		END { print upto + 0 }' "$1"
+}
+if command -v strace >/dev/null; then
+	note "case 7: syscalls per request (strace -f, $S7_N1 vs $S7_N2 requests)"
+	for v in $C7_V; do
+		for n in $S7_N1 $S7_N2; do
+			NSX=$(c7_nsx "$v")
+			p=$(port)
+			# shellcheck disable=SC2086,SC2046
+			$NSX strace -f -qq -o "$OUT/strace7-$v-$n" env SOCKTUNE_LOG_FILE="$OUT/strace7-$v.%p.log" \
+				$(c7_env "$v") "$BB/bsrv" ka 127.0.0.1 "$p" >/dev/null 2>&1 &
+			st_pid=$!
+			PIDS="$PIDS $st_pid"
+			waitfor 127.0.0.1 "$p"
+			$NSX "$BB/bcli" twowrite 127.0.0.1 "$p" "$n" >>"$OUT/strace7-$v.client"
+			# ip netns exec and env replace themselves: strace's child is the server
+			for c in $(cat /proc/"$st_pid"/task/"$st_pid"/children 2>/dev/null); do kill "$c"; done
+			wait "$st_pid"
+			NSX=""
+		done
+		d=$((S7_N2 - S7_N1))
+		a=$(c7_count "$OUT/strace7-$v-$S7_N1" all) b=$(c7_count "$OUT/strace7-$v-$S7_N2" all)
+		rec "c7.sys_total.$v" "$(awk -v a="$a" -v b="$b" -v d=$d 'BEGIN { printf "%.2f", (b - a) / d }')"
+		a=$(c7_count "$OUT/strace7-$v-$S7_N1" setsockopt) b=$(c7_count "$OUT/strace7-$v-$S7_N2" setsockopt)
+		ra=$(c7_count "$OUT/strace7-$v-$S7_N1" recv) rb=$(c7_count "$OUT/strace7-$v-$S7_N2" recv)
+		rec "c7.sys_setsockopt.$v" "$(awk -v a="$a" -v b="$b" -v d=$d 'BEGIN { printf "%.2f", (b - a) / d }')"
+		rec "c7.recv.$v" "$(awk -v a="$ra" -v b="$rb" -v d=$d 'BEGIN { printf "%.2f", (b - a) / d }')"
+		rec "c7.sys_per_recv.$v" "$(awk -v a="$a" -v b="$b" -v ra="$ra" -v rb="$rb" \
+			'BEGIN { printf "%.2f", (rb > ra) ? (b - a) / (rb - ra) : 0 }')"
+	done
+else
+	note "case 7: strace not installed: no syscall counts"
+fi
+[ $C7_RT = 1 ] && ip netns del $NS7 2>/dev/null
 
 # ---- case 3: python http.server (backlog 5), 300 concurrent connects: BACKLOG unset / 4096 ----
 # TcpExt counters are per network namespace: in a namespace of our own, no one else's
@@ -426,6 +530,24 @@ cat >"$OUT/rows" <<EOF
 6 publish/ack, client Nagle on, NODELAY alone|exchanges > 20 ms (of $C6_N)|c6.over|plain|nd|n
 6 publish/ack, client Nagle on, NODELAY+QUICKACK|p50 per exchange (ms)|c6.p50_us|plain|ndqa|ms
 6 publish/ack, client Nagle on, NODELAY+QUICKACK|exchanges > 20 ms (of $C6_N)|c6.over|plain|ndqa|n
+EOF
+for v in dm dmrto qa $([ "$C7_RT" = 1 ] && echo rt); do
+	case $v in
+	dm) t="7 two-write, DELACK_MAX=5ms" ;;
+	dmrto) t="7 two-write, DELACK_MAX=5ms RTO_MIN=5ms" ;;
+	qa) t="7 two-write, QUICKACK=1" ;;
+	rt) t="7 two-write, no library, route quickack 1 (netns)" ;;
+	esac
+	cat >>"$OUT/rows" <<EOF
+$t|p50 per request (ms)|c7.p50_us|plain|$v|ms
+$t|p99 per request (ms)|c7.p99_us|plain|$v|ms
+$t|requests > 20 ms (of $C7_N)|c7.over|plain|$v|n
+$t|syscalls per request (server, strace)|c7.sys_total|plain|$v|f
+$t|receives that returned data per request (server, strace)|c7.recv|plain|$v|f
+$t|setsockopt per receive that returned data|c7.sys_per_recv|plain|$v|f
+EOF
+done
+cat >>"$OUT/rows" <<EOF
 3 python burst, BACKLOG=4096|connect p50 (ms)|c3.p50_us|plain|st|ms
 3 python burst, BACKLOG=4096|connect p99 (ms)|c3.p99_us|plain|st|ms
 3 python burst, BACKLOG=4096|connects > 500 ms (of $C3_N)|c3.over|plain|st|n
@@ -493,14 +615,16 @@ awk -F'|' '
 } >"$BB/table.md"
 
 "$BB/svgchart" "$BB/latency.svg" \
-	"Every point is one request (cases 1, 2) or one connect (case 3), all rounds of one run; $(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%d)." \
+	"Every point is one request (cases 1, 2, 7) or one connect (case 3), all rounds of one run; $(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%d)." \
 	"1  python http.server keep-alive;20000;plain,#d62728,$OUT/c1-plain.us;socktune NODELAY=1,#1f77b4,$OUT/c1-st.us" \
 	"2  two-write client;20000;plain,#d62728,$OUT/c2-plain.us;app: QUICKACK once at accept,#ff7f0e,$OUT/c2-once.us;socktune QUICKACK=1,#1f77b4,$OUT/c2-st.us" \
+	"7  two-write client: delayed-ACK cures;20000;plain,#d62728,$OUT/c7-plain.us;DELACK_MAX=5ms,#ff7f0e,$OUT/c7-dm.us;DELACK_MAX+RTO_MIN=5ms,#9467bd,$OUT/c7-dmrto.us;QUICKACK=1,#1f77b4,$OUT/c7-qa.us;route quickack 1 (no library),#2ca02c,$OUT/c7-rt.us" \
 	"3  300 concurrent connects;500000;plain (backlog 5),#d62728,$OUT/c3-plain.us;socktune BACKLOG=4096,#1f77b4,$OUT/c3-st.us"
 
 echo
 cat "$BB/table.md"
 echo
-echo "medians of $ROUNDS rounds (case 4: $C4_ROUNDS, case 5 rate: $CC_ROUNDS); case 3 in $C3_WHERE; ratio = socktune / plain;" \
+echo "medians of $ROUNDS rounds (case 4: $C4_ROUNDS, case 5 rate: $CC_ROUNDS); case 3 in $C3_WHERE; case 7 kernel kept:$C7_KEPT;" \
+	"ratio = socktune / plain;" \
 	"$(($(date +%s) - T0)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "table: $BB/table.md  chart: $BB/latency.svg  raw: $OUT"
