@@ -182,7 +182,8 @@ static void check_readback(struct verdict *v, const struct st_policy *p)
 		return;
 	}
 	v->measured = 1;
-	v->effective = st_opt_is_flag(v->id) ? o.got != 0 : o.got;
+	v->effective = st_opt_is_flag(v->id) ? o.got != 0
+	               : (st_sockopts[v->id].flags & ST_O_UNSIGNED) ? (long long)(unsigned)o.got : o.got;
 	v->status = st_short_of(v->id, v->want, o.got) ? V_CLAMPED : V_OK;
 	snprintf(v->why, sizeof v->why, "%s", v->status == V_OK ? "ok" : "the kernel kept another value");
 	if (v->status == V_OK && o.got > v->want && (st_sockopts[v->id].flags & ST_O_ROUNDS_UP))

@@ -22,6 +22,8 @@ int st_short_of(int i, long long want, long long got)
 	unsigned flags = st_sockopts[i].flags;
 	if (flags & ST_O_BUFFER)
 		return got < 2 * (want < INT_MAX / 2 ? want : INT_MAX / 2);
+	if (flags & ST_O_UNSIGNED)
+		return (unsigned)got != (unsigned)want;
 	if (flags & ST_O_ROUNDS_UP)
 		return got < want;
 	if (st_opt_is_flag(i))

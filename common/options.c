@@ -74,30 +74,6 @@ int st_opt_next(int i)
 	return var + 1 < ST_V_COUNT ? var + 1 : ST_O_COUNT;
 }
 
-void st_sockopt_for(int i, int family, int *level, int *optname, const char **label)
-{
-	const struct st_sockopt *o = &st_sockopts[i];
-	int v6 = family == AF_INET6 && o->label6;
-	*level = v6 ? o->level6 : o->level;
-	*optname = v6 ? o->optname6 : o->optname;
-	*label = v6 ? o->label6 : o->label;
-}
-
-int st_opt_want(const struct st_policy *p, int i, int *want)
-{
-	int on = st_on(p, ST_V_KEEPALIVE);
-	switch (i) {
-	case ST_O_KEEPIDLE: *want = p->ka_idle; return on && p->ka_idle > 0;
-	case ST_O_KEEPINTVL: *want = p->ka_intvl; return on && p->ka_intvl > 0;
-	case ST_O_KEEPCNT: *want = p->ka_cnt; return on && p->ka_cnt > 0;
-	}
-	if (i < 0 || i >= ST_V_COUNT || !st_is_sockopt(i))
-		return 0;
-	/* a name option: the name is elsewhere; an unsigned one (SO_MARK) goes in as its bits */
-	*want = (st_sockopts[i].flags & ST_O_NAME) ? 1 : (int)(unsigned)p->num[i];
-	return st_has(p, (enum st_var_id)i);
-}
-
 const char *st_opt_name(const struct st_policy *p, int i)
 {
 	return i < ST_V_COUNT ? p->name[i] : "";

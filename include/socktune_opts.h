@@ -6,6 +6,7 @@
 #define SOCKTUNE_OPTS_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "socktune.h"
 
@@ -35,11 +36,34 @@ static inline int st_is_sockopt(int i)
  * The order of the keys in a log line. */
 int st_opt_next(int i);
 
-/* The level, optname and label of option i on a socket of family (AF_INET6: SOCK6's). */
-void st_sockopt_for(int i, int family, int *level, int *optname, const char **label);
+/* The level, optname and label of option i on a socket of family (AF_INET6: SOCK6's).
+ * (Inline, as st_opt_want: both run for each option set on each accepted connection.) */
+static inline void st_sockopt_for(int i, int family, int *level, int *optname,
+                                  const char **label)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	int v6 = family == AF_INET6 && o->label6;
+	*level = v6 ? o->level6 : o->level;
+	*optname = v6 ? o->optname6 : o->optname;
+	*label = v6 ? o->label6 : o->label;
+}
 
 /* Whether p sets option i, and to what (a name option: 1, the name is st_opt_name). */
-int st_opt_want(const struct st_policy *p, int i, int *want);
+static inline int st_opt_want(const struct st_policy *p, int i, int *want)
+{
+	int on = st_on(p, ST_V_KEEPALIVE);
+	*want = 0;
+	switch (i) {
+	case ST_O_KEEPIDLE: *want = p->ka_idle; return on && p->ka_idle > 0;
+	case ST_O_KEEPINTVL: *want = p->ka_intvl; return on && p->ka_intvl > 0;
+	case ST_O_KEEPCNT: *want = p->ka_cnt; return on && p->ka_cnt > 0;
+	}
+	if (i < 0 || i >= ST_V_COUNT || !st_is_sockopt(i))
+		return 0;
+	/* a name option: the name is elsewhere; an unsigned one (SO_MARK) goes in as its bits */
+	*want = (st_sockopts[i].flags & ST_O_NAME) ? 1 : (int)(unsigned)p->num[i];
+	return st_has(p, (enum st_var_id)i);
+}
 
 /* The value of a name option (ST_O_NAME: "bbr", "eth0"). */
 const char *st_opt_name(const struct st_policy *p, int i);

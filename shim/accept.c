@@ -41,6 +41,16 @@ static uint64_t adopt(int lfd, uint64_t e, int *copy)
 	return e;
 }
 
+/* (Its own frame: the line is only on the stack at debug.) */
+__attribute__((noinline)) static void log_inherit_check(int lfd, uint64_t percon)
+{
+	struct st_line keys = {.n = 0};
+	for (uint64_t m = percon; m; m &= m - 1)
+		st_line_add(&keys, "%s%s", keys.n ? "," : "", ST_KEY(__builtin_ctzll(m)));
+	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=%s", lfd,
+	       keys.n ? keys.b : "none");
+}
+
 /* On the first connection accepted from a listener, check that the kernel copied each
  * option; where it did not, apply that option per connection from then on. */
 static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int cfd)
@@ -80,8 +90,8 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 	}
 	atomic_store(&L->percon, percon);
 	atomic_store(&L->checked, 2);
-	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=0x%llx", lfd,
-	       (unsigned long long)percon);
+	if (st_log_level >= ST_LOG_DEBUG)
+		log_inherit_check(lfd, percon);
 }
 
 /* The stats count of an accepted connection; a listener adopted at start claims its slot
@@ -115,11 +125,9 @@ static uint64_t applied_mask(const struct st_listener *L, uint64_t lentry)
 static void apply_percon(int fd, int family, uint64_t mask)
 {
 	struct st_err err;
-	for (int i = 0; mask && i < ST_O_COUNT; i++) {
-		int level, optname, want;
+	for (; mask; mask &= mask - 1) { /* the set bits only */
+		int i = __builtin_ctzll(mask), level, optname, want = 0;
 		const char *label;
-		if (!(mask & (1ull << i)))
-			continue;
 		st_sockopt_for(i, family, &level, &optname, &label);
 		st_opt_want(&st_policy, i, &want);
 		if (st_sockopts[i].flags & ST_O_NAME)

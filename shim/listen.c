@@ -106,9 +106,10 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 		        eff);
 	}
 	st_line_before_bind(fd, family, &line); /* what bind() set: reuseport=1 */
+	/* (an unreadable sysctl counts as off: said, with limit=...:-1) */
 	long long tfo = st_has(&st_policy, ST_V_FASTOPEN) && !tuned_before
-	                        ? st_sysctl_num("net.ipv4.tcp_fastopen", -1) : -1;
-	if (tfo >= 0 && !st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1)) {
+	                        ? st_sysctl_num("net.ipv4.tcp_fastopen", -1) : 2;
+	if (!st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1)) {
 		char fix[96];
 		st_fix_fastopen(tfo, fix, sizeof fix);
 		st_log(ST_LOG_WARN, "event=fastopen-disabled limit=net.ipv4.tcp_fastopen:%lld fix=\"%s\"",

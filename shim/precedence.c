@@ -18,7 +18,7 @@ static _Atomic uint64_t override_logged[ST_FD_CLIENT + 1];
 
 static void note_override(int fd, unsigned kind, int i, long long app, const char *app_name)
 {
-	int want;
+	int want = 0;
 	st_opt_want(&st_policy, i, &want);
 	int agree = app_name ? strcmp(app_name, st_opt_name(&st_policy, i)) == 0
 	            : st_opt_is_flag(i) ? !app == !want : app == want;

@@ -17,7 +17,8 @@ __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 {
 	if (atomic_exchange(&congestion_warned, 1))
 		return;
-	char avail[256] = "?", allowed[256] = "?", why[320], fix[320];
+	/* (the lists are logged; why is not: a small buffer, this runs on the app's stack) */
+	char avail[256] = "?", allowed[256] = "?", why[8], fix[320];
 	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
 	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
 	const char *name = st_opt_name(&st_policy, ST_V_CONGESTION);

@@ -2,8 +2,8 @@
 # Every hooked call from a thread whose whole stack is 16 KiB (glibc keeps the thread's
 # descriptor and TLS there too), with every feature on (stats file, log file at debug,
 # quick-ack, client tuning, every option), on IPv4 and IPv6: the calls succeed, and the
-# library adds at most 6 KiB to the deepest path (the stack is painted; measured: about
-# 4 KiB, 5 KiB with the stats file).  Sanitizer builds need far more stack: skipped there.
+# library adds at most 6 KiB to the deepest path (the stack is painted; measured: 5.5 KiB,
+# with or without the stats file, the congestion control refused: the deepest warning).  Sanitizer builds need far more stack: skipped there.
 . "$(dirname "$0")/lib.sh"
 if [ -n "${ST_SANITIZER:-}" ]; then
 	skip smallstack "a $ST_SANITIZER build needs more stack than 16 KiB"
@@ -11,7 +11,7 @@ if [ -n "${ST_SANITIZER:-}" ]; then
 fi
 ALL="SOCKTUNE_NODELAY=1 SOCKTUNE_BACKLOG=77 SOCKTUNE_RCVBUF=64K SOCKTUNE_SNDBUF=64K
 SOCKTUNE_QUICKACK=1 SOCKTUNE_PRIORITY=3 SOCKTUNE_KEEPALIVE=30:10:5 SOCKTUNE_CLIENT=1
-SOCKTUNE_LOG=debug SOCKTUNE_CONGESTION=cubic SOCKTUNE_USER_TIMEOUT=5000
+SOCKTUNE_LOG=debug SOCKTUNE_CONGESTION=nosuchcc SOCKTUNE_USER_TIMEOUT=5000
 SOCKTUNE_NOTSENT_LOWAT=16K SOCKTUNE_TOS=lowdelay SOCKTUNE_REUSEPORT=1 SOCKTUNE_DEFER_ACCEPT=1
 SOCKTUNE_FASTOPEN=16 SOCKTUNE_BACKLOG_MIN=10"
 for fam in 4 6; do
