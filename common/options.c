@@ -8,23 +8,6 @@
 
 #include "socktune_opts.h"
 
-/* Options newer than some C libraries' headers (the numbers are the kernel's ABI). */
-#ifndef TCP_RTO_MIN_US
-#define TCP_RTO_MIN_US 45
-#endif
-#ifndef TCP_DELACK_MAX_US
-#define TCP_DELACK_MAX_US 46
-#endif
-#ifndef IPV6_FREEBIND
-#define IPV6_FREEBIND 78
-#endif
-#ifndef IPV6_TRANSPARENT
-#define IPV6_TRANSPARENT 75
-#endif
-#ifndef SO_MAX_PACING_RATE
-#define SO_MAX_PACING_RATE 47
-#endif
-
 const struct st_var st_vars[ST_V_COUNT] = {
 #define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
 	[ST_V_##id] = {ST_ENV_PREFIX suffix, opt, type, lo, hi, arg, dflt, help},

@@ -52,12 +52,6 @@ int st_has_word(const char *list, const char *word);
  * The kernel converts a value to jiffies rounding up and accepts 2 jiffies .. 200 ms
  * (TCP_TIMEOUT_MIN .. HZ/5); getsockopt reports the jiffies back in microseconds.  An older
  * kernel refuses both with ENOPROTOOPT.  (Debian 12's and musl's headers lack them.) */
-#ifndef TCP_RTO_MIN_US
-#define TCP_RTO_MIN_US 45
-#endif
-#ifndef TCP_DELACK_MAX_US
-#define TCP_DELACK_MAX_US 46
-#endif
 
 /* The values that find HZ: the first of them a kernel accepts is 2 jiffies of it (1001 us at
  * HZ=1000, 3334 at 300, 4001 at 250, 10001 at 100; each smaller one is 1 jiffy: EINVAL). */

@@ -10,6 +10,23 @@
 
 #include "socktune.h"
 
+/* Options newer than some C libraries' headers (the numbers are the kernel's ABI). */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+#ifndef TCP_DELACK_MAX_US
+#define TCP_DELACK_MAX_US 46
+#endif
+#ifndef IPV6_FREEBIND
+#define IPV6_FREEBIND 78
+#endif
+#ifndef IPV6_TRANSPARENT
+#define IPV6_TRANSPARENT 75
+#endif
+#ifndef SO_MAX_PACING_RATE
+#define SO_MAX_PACING_RATE 47
+#endif
+
 enum { ST_O_KEEPIDLE = ST_V_COUNT, ST_O_KEEPINTVL, ST_O_KEEPCNT, ST_O_COUNT };
 
 struct st_sockopt {

@@ -1,7 +1,7 @@
 /* Table-driven tests of the pure rules in common/kernel.c that need no socket: the jiffy from
  * a TCP_DELACK_MAX_US read-back, microsecond rounding at each HZ, and the `ip route change`
- * that adds quickack 1 to a route as the kernel reports it, the fix of each refusal.  PASS/FAIL per group; a failing
- * case also prints its own line. */
+ * that adds quickack 1 to a route as the kernel reports it, and the fix of each refusal.
+ * PASS/FAIL per group; a failing case also prints its own line. */
 #include <stdio.h>
 #include <errno.h>
 #include <string.h>
@@ -9,26 +9,7 @@
 
 #include "socktune_kernel.h"
 
-static int group_failed, failures;
-
-#define CASE_FAIL(...)                     \
-	do {                               \
-		printf("  case failed: "); \
-		printf(__VA_ARGS__);       \
-		printf("\n");              \
-		group_failed++;            \
-	} while (0)
-
-static void end_group(const char *name)
-{
-	if (group_failed) {
-		printf("FAIL %s: %d case(s) failed\n", name, group_failed);
-		failures++;
-	} else {
-		printf("PASS %s\n", name);
-	}
-	group_failed = 0;
-}
+#include "unit.h"
 
 static void test_hz(void)
 {

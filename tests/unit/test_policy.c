@@ -7,28 +7,7 @@
 
 #include "socktune.h"
 
-static int group_failed;
-
-#define CASE_FAIL(...)                     \
-	do {                               \
-		printf("  case failed: "); \
-		printf(__VA_ARGS__);       \
-		printf("\n");              \
-		group_failed++;            \
-	} while (0)
-
-static int failures;
-
-static void end_group(const char *name)
-{
-	if (group_failed) {
-		printf("FAIL %s: %d case(s) failed\n", name, group_failed);
-		failures++;
-	} else {
-		printf("PASS %s\n", name);
-	}
-	group_failed = 0;
-}
+#include "unit.h"
 
 #define OK 0
 #define BAD -1
