@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "socktune_apply.h"
@@ -164,6 +165,29 @@ int st_accept_queue(const struct st_sockops *ops, int fd)
 {
 	struct tcp_info ti;
 	return tcp_info(ops, fd, &ti) == 0 ? (int)ti.tcpi_unacked : -1;
+}
+
+int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
+                    const char *name, char *buf, size_t n)
+{
+	const struct st_sockopt *so = &st_sockopts[i];
+	char key[ST_KEY_MAX];
+	st_opt_key(i, key, sizeof key);
+	int dry = o->state == ST_READ, shown = dry ? o->want : o->got;
+	buf[0] = '\0';
+	if (o->state == ST_KEPT)
+		return snprintf(buf, n, " %s=app", key);
+	if ((o->state != ST_SET && o->state != ST_READ) || o->got == ST_UNREAD)
+		return 0;
+	if (so->flags & ST_O_NAME)
+		return snprintf(buf, n, " %s=%s", key, dry ? st_opt_name(p, i) : name);
+	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept */
+		return snprintf(buf, n, " %s.want=%dus %s.effective=%dus", key, o->want, key, shown);
+	if (so->flags & ST_O_BUFFER) /* read back doubled even in a dry run: what is there */
+		return snprintf(buf, n, " %s.want=%d %s.effective=%d", key, o->want, key, o->got);
+	if (so->flags & ST_O_UNSIGNED)
+		return snprintf(buf, n, " %s=%u", key, (unsigned)shown);
+	return snprintf(buf, n, " %s=%d", key, shown);
 }
 
 /* The backlog the policy wants for the app's.  listen(fd, -1) (any negative) asks for the

@@ -69,6 +69,12 @@ void st_read_current(const struct st_sockops *ops, int fd, int family,
 /* Whether cur (st_read_current) is what applying p would leave there. */
 int st_is_applied(const struct st_policy *p, const int *cur);
 
+/* The keys of a log line for what became of option i (" nodelay=1", " rcvbuf.want=N
+ * rcvbuf.effective=M", " delack_max.want=5000us delack_max.effective=8000us", " x=app"; ""
+ * for none), in the library's format: its hooks and the command's attach print the same. */
+int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
+                    const char *name, char *buf, size_t n);
+
 /* The backlog p wants for the app's (listen(fd, -1) asks for net.core.somaxconn), and
  * whether p sets one at all. */
 int st_backlog_want(const struct st_policy *p, int app);

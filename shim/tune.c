@@ -96,26 +96,11 @@ static void explain(int fd, int family, int i, const struct st_outcome *o, const
 	}
 	if (o->got == ST_UNREAD)
 		return;
-	if (so->flags & ST_O_NAME) {
-		st_line_add(line, " %s=%s", ST_KEY(i), *dry ? st_opt_name(&st_policy, i) : name);
+	char keys[160];
+	st_outcome_keys(&st_policy, i, o, name, keys, sizeof keys);
+	st_line_add(line, "%s", keys);
+	if (!(so->flags & ST_O_BUFFER))
 		return;
-	}
-	int shown = *dry ? o->want : o->got;
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) {
-		/* the kernel counts in jiffies: what was asked, and what it keeps */
-		const char *key = ST_KEY(i);
-		st_line_add(line, " %s.want=%dus %s.effective=%dus", key, o->want, key, shown);
-		return;
-	}
-	if (!(so->flags & ST_O_BUFFER)) {
-		if (so->flags & ST_O_UNSIGNED)
-			st_line_add(line, " %s=%u", ST_KEY(i), (unsigned)shown);
-		else
-			st_line_add(line, " %s=%d", ST_KEY(i), shown);
-		return;
-	}
-	const char *key = ST_KEY(i);
-	st_line_add(line, " %s.want=%d %s.effective=%d", key, o->want, key, o->got);
 	if (*dry) {
 		/* predict: the kernel grants min(want, limit) and reports it doubled */
 		long long max = st_sysctl_num(so->limit, -1);
