@@ -171,8 +171,8 @@ int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o
                     const char *name, char *buf, size_t n)
 {
 	const struct st_sockopt *so = &st_sockopts[i];
-	char key[ST_KEY_MAX];
-	st_opt_key(i, key, sizeof key);
+	char kbuf[ST_KEY_MAX];
+	const char *key = st_opt_key(i, kbuf, sizeof kbuf);
 	int dry = o->state == ST_READ, shown = dry ? o->want : o->got;
 	buf[0] = '\0';
 	if (o->state == ST_KEPT)
