@@ -32,6 +32,7 @@ void usage(FILE *f)
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	        "       socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
+	        "       socktune attach [OPTIONS] [--connections] [--json] PID...|:PORT...\n"
 	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
@@ -56,7 +57,9 @@ void usage(FILE *f)
 	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
 	        "               linked, Go, setuid/setgid or file capabilities) instead of warning;\n"
 	        "               check: exit 1 unless every configured value takes effect in full\n"
-	        "  --json       check, stats: print JSON\n"
+	        "  --json       check, stats, attach: print JSON\n"
+	        "  --connections  attach: also tune the established TCP connections (the options\n"
+	        "               that matter on a connection; quick-ack is in-process only)\n"
 	        "  --route ADDR check: the route this host sends to ADDR by (IPv4 or IPv6; up to %d)\n"
 	        "               and whether it has quickack 1, with the ip route change that adds it\n"
 	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
@@ -102,6 +105,9 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 	if (i < argc && strcmp(argv[i], "check") == 0) {
 		c->check = 1;
 		i++;
+	} else if (i < argc && strcmp(argv[i], "attach") == 0) {
+		c->attach = 1;
+		i++;
 	}
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -120,9 +126,15 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			continue;
 		}
 		if (strcmp(a, "--json") == 0) {
-			if (!c->check)
-				return usage_error(msg, "--json: only for 'socktune check'");
+			if (!c->check && !c->attach)
+				return usage_error(msg, "--json: only for 'socktune check' and 'socktune attach'");
 			c->json = 1;
+			continue;
+		}
+		if (strcmp(a, "--connections") == 0) {
+			if (!c->attach)
+				return usage_error(msg, "--connections: only for 'socktune attach'");
+			c->connections = 1;
 			continue;
 		}
 		if (strcmp(a, "--route") == 0 || strncmp(a, "--route=", 8) == 0) {
@@ -175,6 +187,8 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 		c->given[id] = val;
 	}
 	c->program = i < argc ? argv + i : NULL;
+	if (c->attach && !c->program)
+		return usage_error(msg, "attach: which process? (PID... or :PORT...)");
 	if (c->check && c->program)
 		return usage_error(msg, "check: unexpected argument %s (check runs no program)",
 		                   c->program[0]);

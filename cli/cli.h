@@ -23,6 +23,7 @@ enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
 
 struct cli {
 	int check, json, strict;
+	int attach, connections;        /* socktune attach [--connections] PID...|:PORT... */
 	const char *route[CLI_MAX_ROUTES]; /* check --route ADDR: IPv4 or IPv6 literals */
 	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
@@ -122,6 +123,13 @@ struct report {
 };
 
 int check_main(const struct cli *c, const struct st_policy *p);
+
+/* ---- attach.c: socktune attach ---- */
+struct attach_args {
+	int json, connections;
+	char **targets; /* PIDs and :PORTs, NULL-terminated */
+};
+int attach_main(const struct attach_args *a, const struct st_policy *p);
 void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
 void report_json(const struct report *r);
 void report_text(const struct report *r);

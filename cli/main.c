@@ -39,5 +39,10 @@ int main(int argc, char **argv)
 		r = build_policy(&c, &p, stderr);
 	if (r != CLI_GO)
 		return exit_status(r);
+	if (c.attach) {
+		struct attach_args a = {.json = c.json, .connections = c.connections,
+		                        .targets = c.program};
+		return attach_main(&a, &p);
+	}
 	return c.check ? check_main(&c, &p) : run_main(&c, &p, argc > 0 ? argv[0] : "socktune");
 }

@@ -1,0 +1,334 @@
+/* socktune attach [OPTIONS] PID... | :PORT...: tune a server that is already running, in any
+ * language, from outside.  pidfd_getfd(2) (Linux 5.6) takes a copy of each socket descriptor
+ * of the target; an option set on the copy is set on the socket itself, and listen() on a
+ * copy of a listener changes its backlog live.  The apply step is the library's own
+ * (common/apply.c), the line per socket in the library's format.  The target is never
+ * disturbed beyond the policy: no signal, no descriptor left behind, every copy closed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "socktune.h"
+#include "socktune_apply.h"
+#include "socktune_host.h"
+#include "socktune_json.h"
+#include "socktune_kernel.h"
+#include "cli.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+#define MAX_PIDS 256
+#define MAX_SEEN 4096
+
+/* Raw system calls: the command may itself run under a preloaded library. */
+static int raw_set(int fd, int level, int optname, const void *val, socklen_t len)
+{
+	return (int)syscall(SYS_setsockopt, fd, level, optname, val, len);
+}
+
+static int raw_get(int fd, int level, int optname, void *val, socklen_t *len)
+{
+	return (int)syscall(SYS_getsockopt, fd, level, optname, val, len);
+}
+
+static const struct st_sockops raw_ops = {raw_set, raw_get};
+
+struct tally {
+	int tuned, refused;
+	unsigned long seen[MAX_SEEN]; /* socket inodes done: prefork workers share a listener */
+	int nseen;
+};
+
+static int get_int(int fd, int level, int optname)
+{
+	int v = -1;
+	socklen_t len = sizeof v;
+	return raw_get(fd, level, optname, &v, &len) == 0 ? v : -1;
+}
+
+static void local_addr(int fd, char *out, size_t n, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char host[INET6_ADDRSTRLEN] = "?";
+	memset(&ss, 0, sizeof ss);
+	*port = 0;
+	syscall(SYS_getsockname, fd, &ss, &len);
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+		*port = ntohs(a->sin6_port);
+		snprintf(out, n, "[%s]:%u", host, *port);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+		*port = ntohs(a->sin_port);
+		snprintf(out, n, "%s:%u", host, *port);
+	}
+}
+
+/* One line of the report: logfmt like the library's, or one JSON object. */
+static void report(int json, int pid, int fd, const char *event, const char *addr, const char *keys)
+{
+	if (!json) {
+		printf("socktune event=%s pid=%d fd=%d addr=%s%s\n", event, pid, fd, addr, keys);
+		return;
+	}
+	printf("{\"event\": \"%s\", \"pid\": %d, \"fd\": %d, \"addr\": ", event, pid, fd);
+	st_json_str(stdout, addr);
+	printf(", \"keys\": ");
+	st_json_str(stdout, keys[0] == ' ' ? keys + 1 : keys);
+	printf("}\n");
+}
+
+/* Why a target cannot be reached, and what to do. */
+static void refuse(struct tally *t, int pid, const char *call, int err)
+{
+	const char *why = strerror(err), *fix = "";
+	if (err == ESRCH)
+		fix = "no such process here (or it lives in another pid namespace: attach from there)";
+	else if (err == EPERM || err == EACCES)
+		fix = "the same uid and a dumpable target, or CAP_SYS_PTRACE (a setuid, setcap or "
+		      "prctl(PR_SET_DUMPABLE, 0) target needs CAP_SYS_PTRACE)";
+	else if (err == ENOSYS)
+		fix = "pidfd_open and pidfd_getfd need Linux 5.6 or later";
+	fprintf(stderr, "socktune: attach %d: %s: %s: %s\n", pid, call, why, fix);
+	t->refused++;
+}
+
+static int seen(struct tally *t, unsigned long ino)
+{
+	for (int k = 0; k < t->nseen; k++)
+		if (t->seen[k] == ino)
+			return 1;
+	if (t->nseen < MAX_SEEN)
+		t->seen[t->nseen++] = ino;
+	return 0;
+}
+
+/* Tune one socket of the target, through the copy: a listener with the listener options and
+ * the backlog; an established connection (with --connections) with what matters on one. */
+static void tune_copy(const struct st_policy *p, const struct attach_args *a, int pid, int fd,
+                      int copy, struct tally *t)
+{
+	int listening = get_int(copy, SOL_SOCKET, SO_ACCEPTCONN) == 1;
+	if (!listening && !a->connections)
+		return;
+	char addr[INET6_ADDRSTRLEN + 10], keys[1024] = "";
+	unsigned port;
+	size_t o = 0;
+	local_addr(copy, addr, sizeof addr, &port);
+	if (st_has(p, ST_V_PORTS) && !st_port_in(p->ports, port))
+		return;
+	struct st_apply_req rq = {
+		.p = p,
+		.family = get_int(copy, SOL_SOCKET, SO_DOMAIN),
+		.skip = ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY | (listening ? 0 : ST_O_LISTENER_ONLY),
+		.dry = st_on(p, ST_V_DRY_RUN),
+	};
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+		struct st_outcome out;
+		char name[ST_NAME_MAX] = "", fix[200] = "";
+		if (!st_apply_one(&raw_ops, copy, &rq, i, &out, name))
+			continue;
+		if (out.state == ST_FAILED) {
+			st_fix_refused(i, out.err, fix, sizeof fix);
+			fprintf(stderr, "socktune: attach %d: fd %d: setsockopt %s: %s%s%s\n", pid, fd,
+			        st_sockopts[i].label, strerror(out.err), *fix ? ": " : "", fix);
+			t->refused++;
+			continue;
+		}
+		o += (size_t)st_outcome_keys(p, i, &out, name, keys + o, sizeof keys - o);
+		if (o >= sizeof keys)
+			o = sizeof keys - 1;
+		if (!rq.dry && out.got != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER) &&
+		    st_short_of(i, out.want, out.got)) {
+			st_fix_limit(i, out.want, fix, sizeof fix);
+			fprintf(stderr, "socktune: attach %d: fd %d: %s clamped to %d: %s\n", pid, fd,
+			        st_sockopts[i].label, out.got, fix);
+		}
+	}
+	if (listening && st_backlog_governed(p)) {
+		int before = st_listen_backlog(&raw_ops, copy);
+		int want = st_backlog_want(p, before);
+		if (!rq.dry && want != before)
+			syscall(SYS_listen, copy, want);
+		int after = st_listen_backlog(&raw_ops, copy);
+		o += (size_t)snprintf(keys + o, sizeof keys - o,
+		                      " backlog.before=%d backlog.want=%d backlog.effective=%d", before,
+		                      want, rq.dry ? before : after);
+		if (!rq.dry && after < want) {
+			char fix[96];
+			st_fix_somaxconn(want, fix, sizeof fix);
+			fprintf(stderr, "socktune: attach %d: fd %d: backlog clamped to %d: %s (in the "
+			        "target's network namespace)\n", pid, fd, after, fix);
+		}
+	}
+	if (!listening && st_on(p, ST_V_QUICKACK))
+		o += (size_t)snprintf(keys + o, sizeof keys - o, " quickack=in-process-only");
+	if (o >= sizeof keys)
+		keys[sizeof keys - 1] = '\0';
+	report(a->json, pid, fd, listening ? "attach" : "attach-connection", addr, keys);
+	t->tuned++;
+}
+
+/* Every socket descriptor of pid: a copy each, tuned, closed. */
+static void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
+                       struct tally *t)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0) {
+		refuse(t, pid, "pidfd_open", errno);
+		return;
+	}
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d) {
+		refuse(t, pid, "/proc/PID/fd", errno);
+		close(pfd);
+		return;
+	}
+	int entries = 0;
+	for (struct dirent *e; (e = readdir(d)) && entries < 1 << 20; entries++) {
+		char *end, link[64], lpath[96];
+		long fd = strtol(e->d_name, &end, 10);
+		if (*end || end == e->d_name)
+			continue;
+		snprintf(lpath, sizeof lpath, "/proc/%d/fd/%ld", pid, fd);
+		ssize_t n = readlink(lpath, link, sizeof link - 1);
+		unsigned long ino;
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%lu]", &ino) != 1)
+			continue;
+		int copy = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+		if (copy < 0) {
+			if (errno == EBADF)
+				continue; /* closed meanwhile */
+			refuse(t, pid, "pidfd_getfd", errno);
+			break;
+		}
+		int domain = get_int(copy, SOL_SOCKET, SO_DOMAIN);
+		int proto = get_int(copy, SOL_SOCKET, SO_PROTOCOL);
+		if ((domain == AF_INET || domain == AF_INET6) &&
+		    (proto == IPPROTO_TCP || proto == 262 /* MPTCP */)) {
+			if (!seen(t, ino)) {
+				tune_copy(p, a, pid, (int)fd, copy, t);
+			} else if (get_int(copy, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
+				/* another holder of a listener tuned already (a prefork worker) */
+				char addr[INET6_ADDRSTRLEN + 10];
+				unsigned port;
+				local_addr(copy, addr, sizeof addr, &port);
+				report(a->json, pid, (int)fd, "attach-shared", addr, "");
+			}
+		}
+		close(copy);
+	}
+	closedir(d);
+	close(pfd);
+}
+
+/* :PORT: the processes holding a TCP listener on that port (in this network namespace). */
+static int pids_of_port(unsigned port, int *pids, int max)
+{
+	unsigned long inos[64];
+	int ninos = 0, n = 0;
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	for (size_t k = 0; k < 2; k++) {
+		FILE *f = fopen(tables[k], "re");
+		char line[512];
+		for (int lines = 0; f && lines < 1000000 && fgets(line, sizeof line, f); lines++) {
+			unsigned lport, state;
+			unsigned long ino;
+			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*s %*s %*s %*d %*d %lu",
+			           &lport, &state, &ino) == 3 &&
+			    lport == port && state == 0x0A && ninos < 64)
+				inos[ninos++] = ino;
+		}
+		if (f)
+			fclose(f);
+	}
+	DIR *proc = opendir("/proc");
+	for (struct dirent *e; proc && ninos && (e = readdir(proc)) && n < max;) {
+		char *end, path[300];
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || end == e->d_name)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+		DIR *d = opendir(path);
+		int found = 0;
+		for (struct dirent *f; d && !found && (f = readdir(d));) {
+			char link[64], lpath[sizeof path + 260];
+			unsigned long ino;
+			snprintf(lpath, sizeof lpath, "%s/%s", path, f->d_name);
+			ssize_t len = readlink(lpath, link, sizeof link - 1);
+			if (len <= 0)
+				continue;
+			link[len] = '\0';
+			if (sscanf(link, "socket:[%lu]", &ino) == 1)
+				for (int k = 0; k < ninos; k++)
+					found |= inos[k] == ino;
+		}
+		if (d)
+			closedir(d);
+		if (found)
+			pids[n++] = (int)pid;
+	}
+	if (proc)
+		closedir(proc);
+	return n;
+}
+
+int attach_main(const struct attach_args *a, const struct st_policy *p)
+{
+	static struct tally t;
+	int targets = 0;
+	for (int k = 0; a->targets[k]; k++) {
+		const char *s = a->targets[k];
+		char *end;
+		if (s[0] == ':') {
+			long port = strtol(s + 1, &end, 10);
+			if (*end || end == s + 1 || port < 1 || port > 65535) {
+				fprintf(stderr, "socktune: attach %s: not a port (:1 to :65535)\n", s);
+				return EXIT_USAGE;
+			}
+			int pids[MAX_PIDS], n = pids_of_port((unsigned)port, pids, MAX_PIDS);
+			if (n == 0) {
+				fprintf(stderr, "socktune: attach %s: no process here holds a TCP listener "
+				        "on port %ld that this user may see\n", s, port);
+				t.refused++;
+			}
+			for (int i = 0; i < n; i++, targets++)
+				attach_pid(p, a, pids[i], &t);
+			continue;
+		}
+		long pid = strtol(s, &end, 10);
+		if (*end || end == s || pid < 1 || pid > INT_MAX) {
+			fprintf(stderr, "socktune: attach %s: not a pid or :PORT\n", s);
+			return EXIT_USAGE;
+		}
+		attach_pid(p, a, (int)pid, &t);
+		targets++;
+	}
+	if (fflush(stdout) != 0)
+		return 1;
+	/* 0: something tuned and nothing refused; 1: some refused; 3: nothing tuned */
+	return t.tuned == 0 ? 3 : t.refused ? 1 : 0;
+}

@@ -1,0 +1,128 @@
+#!/bin/sh
+# socktune attach: a server started with nothing preloaded is tuned live, from outside
+# (pidfd_getfd).  Asserted on what the kernel reports: the backlog in force (ss Send-Q),
+# keep-alive requests over 20 ms (Nagle x delayed ACK) on a new connection and on one that
+# was open before the attach, options read back; and every refusal is one line and a status.
+. "$(dirname "$0")/lib.sh"
+
+if ! $PY -c 'import os; os.pidfd_open(os.getpid())' 2>/dev/null; then
+	skip attach "no pidfd_open here (Linux 5.6 or later)"
+	exit 0
+fi
+
+# python's http.server, HTTP/1.1 keep-alive, nothing preloaded
+p=$(free_port)
+$PY -m http.server -b 127.0.0.1 -p HTTP/1.1 "$p" >/dev/null 2>"$TMP/http.err" &
+http=$!
+if ! wait_listen "$p" 5; then
+	fail attach_server "http.server did not start: $(cat "$TMP/http.err")"
+	exit 0
+fi
+sendq() { ss -Hltn "sport = :$1" | awk '{ print $3; exit }'; }
+
+# a connection opened before the attach, kept open across it: 10 GETs before, 10 after
+$PY - "$p" "$TMP/early.go" "$TMP/early.out" <<'EOF' &
+import socket, sys, time, os
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+def get():
+    t = time.monotonic()
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+    while len(body) < n:
+        body += s.recv(65536)
+    return time.monotonic() - t
+before = sum(get() > 0.020 for _ in range(10))
+open(sys.argv[3], "w").write("before=%d\n" % before)
+for _ in range(200):                      # wait (at most 10 s) for the attach
+    if os.path.exists(sys.argv[2]): break
+    time.sleep(0.05)
+after = sum(get() > 0.020 for _ in range(10))
+open(sys.argv[3], "a").write("after=%d\n" % after)
+EOF
+early=$!
+busywait 10000 file_has "$TMP/early.out" '^before='
+
+check attach_backlog_before "Send-Q $(sendq "$p"), want 5 (http.server's own)" "$(sendq "$p")" = 5
+"$CLI" attach --nodelay --backlog 4096 --connections "$http" >"$TMP/attach.out" 2>"$TMP/attach.err"
+rc=$?
+: >"$TMP/early.go"
+check attach_status "status $rc: $(cat "$TMP/attach.out" "$TMP/attach.err")" "$rc" = 0
+check attach_backlog_live "Send-Q $(sendq "$p"), want 4096" "$(sendq "$p")" = 4096
+line=$(grep "^socktune event=attach pid=$http " "$TMP/attach.out")
+check attach_line "line: $line" "$(field "$line" nodelay)" = 1 -a \
+	"$(field "$line" backlog.before)" = 5 -a "$(field "$line" backlog.effective)" = 4096
+wait $early
+echo "# established connection, requests over 20 ms of 10: $(tr "\n" " " <"$TMP/early.out")"
+check attach_connection_before "$(cat "$TMP/early.out")" "$(sed -n 's/^before=//p' "$TMP/early.out")" -ge 8
+check attach_connection_fixed "established connection after --connections: $(cat "$TMP/early.out")" \
+	"$(sed -n 's/^after=//p' "$TMP/early.out")" -le 1
+check attach_connection_line "no attach-connection line: $(cat "$TMP/attach.out")" \
+	-n "$(grep "event=attach-connection pid=$http .*nodelay=1" "$TMP/attach.out")"
+
+# a new keep-alive connection after the attach: it inherits TCP_NODELAY from the listener
+res=$("$BIN/kaclient" http -n 30 -T 10 127.0.0.1 "$p")
+check attach_new_connections "after the attach: $res" "$(kc_val "$res" over)" -le 2 -a \
+	"$(kc_val "$res" done)" = 30
+kill $http 2>/dev/null
+wait $http 2>/dev/null
+
+# :PORT with two prefork processes sharing one listener: both found, the listener tuned once
+start_server pre -- "$BIN/mtserver" -4 -P 2 -t 1 -T 30 &&
+	busywait 5000 file_has "$TMP/pre.out" '^READY' 2
+"$CLI" attach --rcvbuf 256K ":$SRV_PORT" >"$TMP/pre.attach" 2>&1
+rc=$?
+check attach_port_status "status $rc: $(cat "$TMP/pre.attach")" "$rc" = 0
+check attach_port_tuned_once "$(cat "$TMP/pre.attach")" \
+	"$(count_lines "$TMP/pre.attach" '^socktune event=attach ')" = 1 -a \
+	"$(count_lines "$TMP/pre.attach" '^socktune event=attach-shared ')" = 1
+check attach_port_rcvbuf "$(cat "$TMP/pre.attach")" \
+	-n "$(grep 'event=attach .*rcvbuf.want=262144 rcvbuf.effective=524288' "$TMP/pre.attach")"
+kill "$SRV_PID" 2>/dev/null
+wait "$SRV_PID" 2>/dev/null
+
+# refusals: one line each, and the status says nothing was tuned
+"$CLI" attach --nodelay 2147483646 2>"$TMP/nopid.err" >/dev/null
+rc=$?
+check attach_no_such_pid "status $rc: $(cat "$TMP/nopid.err")" "$rc" = 3 -a \
+	"$(wc -l <"$TMP/nopid.err")" = 1 -a -n "$(grep 'No such process' "$TMP/nopid.err")"
+"$CLI" attach --nodelay 1x 2>"$TMP/badpid.err" >/dev/null
+check attach_bad_target "status $?: $(cat "$TMP/badpid.err")" "$?" = 2
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	# an unprivileged user against a root server
+	$PY -c 'import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); time.sleep(20)' &
+	root=$!
+	sleep 0.3
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --nodelay "$root" \
+		>/dev/null 2>"$TMP/root.err"
+	rc=$?
+	check attach_not_permitted "status $rc: $(cat "$TMP/root.err")" "$rc" = 3 -a \
+		-n "$(grep 'not permitted\|Permission denied' "$TMP/root.err" | grep CAP_SYS_PTRACE)"
+	kill $root 2>/dev/null
+	# a target of the same unprivileged user: reached when dumpable, refused when not (a
+	# process that changed its uid is not dumpable until it says so: prctl both ways)
+	for dumpable in 1 0; do
+		setpriv --reuid 65534 --regid 65534 --clear-groups $PY -c '
+import ctypes, socket, sys, time
+ctypes.CDLL(None).prctl(4, int(sys.argv[1]), 0, 0, 0)   # PR_SET_DUMPABLE
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5); time.sleep(20)' $dumpable &
+		nd=$!
+		sleep 0.3
+		setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --nodelay "$nd" \
+			>"$TMP/nd$dumpable.out" 2>"$TMP/nd$dumpable.err"
+		rc=$?
+		kill $nd 2>/dev/null
+		if [ $dumpable = 1 ]; then
+			check attach_same_user "status $rc: $(cat "$TMP/nd1.out" "$TMP/nd1.err")" "$rc" = 0 -a \
+				-n "$(grep "event=attach pid=$nd .*nodelay=1" "$TMP/nd1.out")"
+		else
+			check attach_not_dumpable "status $rc: $(cat "$TMP/nd0.err")" "$rc" = 3 -a \
+				-n "$(grep 'not permitted\|Permission denied' "$TMP/nd0.err" | grep dumpable)"
+		fi
+	done
+else
+	skip attach_not_permitted "needs root (to run a server another user cannot reach)"
+fi
