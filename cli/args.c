@@ -32,7 +32,7 @@ void usage(FILE *f)
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	        "       socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
-	        "       socktune attach [OPTIONS] [--connections] [--json] PID...|:PORT...\n"
+	        "       socktune attach [OPTIONS] [--connections] [--follow] [--json] PID...|:PORT...\n"
 	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
@@ -60,6 +60,8 @@ void usage(FILE *f)
 	        "  --json       check, stats, attach: print JSON\n"
 	        "  --connections  attach: also tune the established TCP connections (the options\n"
 	        "               that matter on a connection; quick-ack is in-process only)\n"
+	        "  --follow     attach: keep going, tuning sockets as they appear (every 100 ms),\n"
+	        "               until the processes exit or an interrupt\n"
 	        "  --route ADDR check: the route this host sends to ADDR by (IPv4 or IPv6; up to %d)\n"
 	        "               and whether it has quickack 1, with the ip route change that adds it\n"
 	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
@@ -131,10 +133,13 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			c->json = 1;
 			continue;
 		}
-		if (strcmp(a, "--connections") == 0) {
+		if (strcmp(a, "--connections") == 0 || strcmp(a, "--follow") == 0) {
 			if (!c->attach)
-				return usage_error(msg, "--connections: only for 'socktune attach'");
-			c->connections = 1;
+				return usage_error(msg, "%s: only for 'socktune attach'", a);
+			if (a[2] == 'c')
+				c->connections = 1;
+			else
+				c->follow = 1;
 			continue;
 		}
 		if (strcmp(a, "--route") == 0 || strncmp(a, "--route=", 8) == 0) {

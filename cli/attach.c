@@ -13,8 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -50,6 +55,8 @@ static const struct st_sockops raw_ops = {raw_set, raw_get};
 
 struct tally {
 	int tuned, refused;
+	int pids[MAX_PIDS], npids; /* the processes reached, for --follow */
+	int following;             /* a later pass of --follow: refusals were said the first time */
 	unsigned long seen[MAX_SEEN]; /* socket inodes done: prefork workers share a listener */
 	int nseen;
 };
@@ -82,6 +89,40 @@ static void local_addr(int fd, char *out, size_t n, unsigned *port)
 	}
 }
 
+/* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
+ * sockets, not ours): read here when it is ours, else by a child that joins it (setns needs
+ * CAP_SYS_ADMIN).  -1 when it cannot be read. */
+static long long target_sysctl(int pid, const char *name)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	if (stat("/proc/self/ns/net", &mine) == 0 && stat(path, &theirs) == 0 &&
+	    mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)
+		return st_sysctl_num(name, -1);
+	int pipefd[2];
+	if (pipe(pipefd) != 0)
+		return -1;
+	pid_t child = fork();
+	if (child == 0) {
+		long long v = -1;
+		int ns = open(path, O_RDONLY | O_CLOEXEC);
+		if (ns >= 0 && setns(ns, CLONE_NEWNET) == 0)
+			v = st_sysctl_num(name, -1);
+		ssize_t w = write(pipefd[1], &v, sizeof v);
+		_exit(w == sizeof v ? 0 : 1);
+	}
+	close(pipefd[1]);
+	long long v = -1;
+	struct pollfd pf = {.fd = pipefd[0], .events = POLLIN};
+	if (child > 0 && poll(&pf, 1, 2000) == 1 && read(pipefd[0], &v, sizeof v) != sizeof v)
+		v = -1;
+	close(pipefd[0]);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	return v;
+}
+
 /* One line of the report: logfmt like the library's, or one JSON object. */
 static void report(int json, int pid, int fd, const char *event, const char *addr, const char *keys)
 {
@@ -99,6 +140,8 @@ static void report(int json, int pid, int fd, const char *event, const char *add
 /* Why a target cannot be reached, and what to do. */
 static void refuse(struct tally *t, int pid, const char *call, int err)
 {
+	if (t->following)
+		return;
 	const char *why = strerror(err), *fix = "";
 	if (err == ESRCH)
 		fix = "no such process here (or it lives in another pid namespace: attach from there)";
@@ -159,8 +202,9 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		if (!rq.dry && out.got != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER) &&
 		    st_short_of(i, out.want, out.got)) {
 			st_fix_limit(i, out.want, fix, sizeof fix);
-			fprintf(stderr, "socktune: attach %d: fd %d: %s clamped to %d: %s\n", pid, fd,
-			        st_sockopts[i].label, out.got, fix);
+			fprintf(stderr, "socktune: attach %d: fd %d: %s clamped to %d by the target's "
+			        "%s=%lld: %s\n", pid, fd, st_sockopts[i].label, out.got,
+			        st_sockopts[i].limit, target_sysctl(pid, st_sockopts[i].limit), fix);
 		}
 	}
 	if (listening && st_backlog_governed(p)) {
@@ -175,8 +219,10 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		if (!rq.dry && after < want) {
 			char fix[96];
 			st_fix_somaxconn(want, fix, sizeof fix);
-			fprintf(stderr, "socktune: attach %d: fd %d: backlog clamped to %d: %s (in the "
-			        "target's network namespace)\n", pid, fd, after, fix);
+			fprintf(stderr, "socktune: attach %d: fd %d: backlog clamped to %d by the target's "
+			        "net.core.somaxconn=%lld: %s (in its network namespace: nsenter "
+			        "--net=/proc/%d/ns/net)\n", pid, fd, after,
+			        target_sysctl(pid, "net.core.somaxconn"), fix, pid);
 		}
 	}
 	if (!listening && st_on(p, ST_V_QUICKACK))
@@ -196,6 +242,11 @@ static void attach_pid(const struct st_policy *p, const struct attach_args *a, i
 		refuse(t, pid, "pidfd_open", errno);
 		return;
 	}
+	int known = 0;
+	for (int k = 0; k < t->npids; k++)
+		known |= t->pids[k] == pid;
+	if (!known && t->npids < MAX_PIDS)
+		t->pids[t->npids++] = pid;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/fd", pid);
 	DIR *d = opendir(path);
@@ -326,6 +377,27 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 		}
 		attach_pid(p, a, (int)pid, &t);
 		targets++;
+	}
+	/* --follow: the same pass again every 100 ms over the processes reached (sockets done
+	 * already are known by their inode), until all have exited or a signal ends us */
+	t.following = 1;
+	while (a->follow && t.npids > 0) {
+		fflush(stdout);
+		usleep(100000);
+		int alive = 0;
+		for (int i = 0; i < t.npids; i++) {
+			if (t.pids[i] <= 0)
+				continue;
+			if (kill(t.pids[i], 0) != 0 && errno == ESRCH) {
+				fprintf(stderr, "socktune: attach %d: exited\n", t.pids[i]);
+				t.pids[i] = -t.pids[i]; /* said once */
+				continue;
+			}
+			alive++;
+			attach_pid(p, a, t.pids[i], &t);
+		}
+		if (!alive)
+			break;
 	}
 	if (fflush(stdout) != 0)
 		return 1;

@@ -23,7 +23,7 @@ enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
 
 struct cli {
 	int check, json, strict;
-	int attach, connections;        /* socktune attach [--connections] PID...|:PORT... */
+	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
 	const char *route[CLI_MAX_ROUTES]; /* check --route ADDR: IPv4 or IPv6 literals */
 	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
@@ -126,7 +126,7 @@ int check_main(const struct cli *c, const struct st_policy *p);
 
 /* ---- attach.c: socktune attach ---- */
 struct attach_args {
-	int json, connections;
+	int json, connections, follow;
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 		return exit_status(r);
 	if (c.attach) {
 		struct attach_args a = {.json = c.json, .connections = c.connections,
-		                        .targets = c.program};
+		                        .follow = c.follow, .targets = c.program};
 		return attach_main(&a, &p);
 	}
 	return c.check ? check_main(&c, &p) : run_main(&c, &p, argc > 0 ? argv[0] : "socktune");

@@ -126,3 +126,48 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5); time.sleep(20)' $dum
 else
 	skip attach_not_permitted "needs root (to run a server another user cannot reach)"
 fi
+
+# --follow: a listener the server opens after the attach began is tuned within a poll
+p1=$(free_port)
+p2=$(free_port)
+$PY - "$p1" "$p2" "$TMP/open2" <<'PYEOF' &
+import os, socket, sys, time
+a = socket.socket(); a.setsockopt(1, 2, 1); a.bind(("127.0.0.1", int(sys.argv[1]))); a.listen(5)
+for _ in range(200):                      # the second listener once asked (at most 10 s)
+    if os.path.exists(sys.argv[3]): break
+    time.sleep(0.05)
+b = socket.socket(); b.setsockopt(1, 2, 1); b.bind(("127.0.0.1", int(sys.argv[2]))); b.listen(5)
+time.sleep(3)
+PYEOF
+srv=$!
+wait_listen "$p1" 5
+"$CLI" attach --follow --backlog 4096 "$srv" >"$TMP/follow.out" 2>"$TMP/follow.err" &
+fol=$!
+busywait 5000 file_has "$TMP/follow.out" "addr=127.0.0.1:$p1 "
+: >"$TMP/open2"
+busywait 5000 file_has "$TMP/follow.out" "addr=127.0.0.1:$p2 "
+check attach_follow_new_listener "$(cat "$TMP/follow.out" "$TMP/follow.err")" \
+	-n "$(grep "event=attach pid=$srv .*addr=127.0.0.1:$p2 .*backlog.effective=4096" "$TMP/follow.out")" \
+	-a "$(sendq "$p2")" = 4096
+wait $srv 2>/dev/null
+busywait 5000 file_has "$TMP/follow.err" "attach $srv: exited"
+kill $fol 2>/dev/null
+wait $fol 2>/dev/null
+check attach_follow_exit_once "$(cat "$TMP/follow.err")" "$(count_lines "$TMP/follow.err" "$srv")" = 1
+
+# a target in its own network namespace, whose somaxconn is lower: the clamp names its value
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && setup_ns NS 2>/dev/null; then
+	ip netns exec "$NS" sh -c 'echo 100 >/proc/sys/net/core/somaxconn'
+	ip netns exec "$NS" $PY -c 'import socket,time; l=socket.socket(); l.bind(("127.0.0.1",8080)); l.listen(5); time.sleep(20)' &
+	nsrv=$!
+	busywait 5000 sh -c "ip netns exec $NS ss -Hltn 'sport = :8080' | grep -q ."
+	"$CLI" attach --backlog 4096 "$nsrv" >"$TMP/ns.out" 2>"$TMP/ns.err"
+	q=$(ip netns exec "$NS" ss -Hltn 'sport = :8080' | awk '{ print $3; exit }')
+	check attach_netns_somaxconn "Send-Q $q; $(cat "$TMP/ns.out" "$TMP/ns.err")" "$q" = 100 -a \
+		-n "$(grep "backlog clamped to 100 by the target's net.core.somaxconn=100" "$TMP/ns.err")"
+	kill $nsrv 2>/dev/null
+	wait $nsrv 2>/dev/null
+	cleanup_ns "$NS"
+else
+	skip attach_netns_somaxconn "needs root and ip netns"
+fi
