@@ -77,8 +77,14 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 
 $(BUILD)/tests/bin/common: ;
 
+# A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
+$(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -Itests/helpers -static -o $@ $< -lpthread
+
 # t_nodelay_stall runs the benchmark's publish/acknowledge pair.
 test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN)) \
+           $(BUILD)/tests/bin/tserver-static \
            $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
 
 test: test-bins

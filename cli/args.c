@@ -60,6 +60,8 @@ void usage(FILE *f)
 	        "  --json       check, stats, attach: print JSON\n"
 	        "  --connections  attach: also tune the established TCP connections (the options\n"
 	        "               that matter on a connection; quick-ack is in-process only)\n"
+	        "  --attach     run: start PROGRAM as a child and tune its listeners from outside\n"
+	        "               (for a static or Go program; the wrapper stays as its init)\n"
 	        "  --follow     attach: keep going, tuning sockets as they appear (every 100 ms),\n"
 	        "               until the processes exit or an interrupt\n"
 	        "  --route ADDR check: the route this host sends to ADDR by (IPv4 or IPv6; up to %d)\n"
@@ -125,6 +127,12 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			return CLI_VERSION;
 		if (strcmp(a, "--strict") == 0) {
 			c->strict = 1;
+			continue;
+		}
+		if (strcmp(a, "--attach") == 0) {
+			if (c->check || c->attach)
+				return usage_error(msg, "--attach: only for running a program");
+			c->supervise = 1;
 			continue;
 		}
 		if (strcmp(a, "--json") == 0) {

@@ -53,13 +53,6 @@ static int raw_get(int fd, int level, int optname, void *val, socklen_t *len)
 
 static const struct st_sockops raw_ops = {raw_set, raw_get};
 
-struct tally {
-	int tuned, refused;
-	int pids[MAX_PIDS], npids; /* the processes reached, for --follow */
-	int following;             /* a later pass of --follow: refusals were said the first time */
-	unsigned long seen[MAX_SEEN]; /* socket inodes done: prefork workers share a listener */
-	int nseen;
-};
 
 static int get_int(int fd, int level, int optname)
 {
@@ -124,21 +117,22 @@ static long long target_sysctl(int pid, const char *name)
 }
 
 /* One line of the report: logfmt like the library's, or one JSON object. */
-static void report(int json, int pid, int fd, const char *event, const char *addr, const char *keys)
+static void report(FILE *f, int json, int pid, int fd, const char *event, const char *addr,
+                   const char *keys)
 {
 	if (!json) {
-		printf("socktune event=%s pid=%d fd=%d addr=%s%s\n", event, pid, fd, addr, keys);
+		fprintf(f, "socktune event=%s pid=%d fd=%d addr=%s%s\n", event, pid, fd, addr, keys);
 		return;
 	}
-	printf("{\"event\": \"%s\", \"pid\": %d, \"fd\": %d, \"addr\": ", event, pid, fd);
-	st_json_str(stdout, addr);
-	printf(", \"keys\": ");
-	st_json_str(stdout, keys[0] == ' ' ? keys + 1 : keys);
-	printf("}\n");
+	fprintf(f, "{\"event\": \"%s\", \"pid\": %d, \"fd\": %d, \"addr\": ", event, pid, fd);
+	st_json_str(f, addr);
+	fprintf(f, ", \"keys\": ");
+	st_json_str(f, keys[0] == ' ' ? keys + 1 : keys);
+	fprintf(f, "}\n");
 }
 
 /* Why a target cannot be reached, and what to do. */
-static void refuse(struct tally *t, int pid, const char *call, int err)
+static void refuse(struct attach_state *t, int pid, const char *call, int err)
 {
 	if (t->following)
 		return;
@@ -154,7 +148,7 @@ static void refuse(struct tally *t, int pid, const char *call, int err)
 	t->refused++;
 }
 
-static int seen(struct tally *t, unsigned long ino)
+static int seen(struct attach_state *t, unsigned long ino)
 {
 	for (int k = 0; k < t->nseen; k++)
 		if (t->seen[k] == ino)
@@ -167,7 +161,7 @@ static int seen(struct tally *t, unsigned long ino)
 /* Tune one socket of the target, through the copy: a listener with the listener options and
  * the backlog; an established connection (with --connections) with what matters on one. */
 static void tune_copy(const struct st_policy *p, const struct attach_args *a, int pid, int fd,
-                      int copy, struct tally *t)
+                      int copy, struct attach_state *t)
 {
 	int listening = get_int(copy, SOL_SOCKET, SO_ACCEPTCONN) == 1;
 	if (!listening && !a->connections)
@@ -229,13 +223,13 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		o += (size_t)snprintf(keys + o, sizeof keys - o, " quickack=in-process-only");
 	if (o >= sizeof keys)
 		keys[sizeof keys - 1] = '\0';
-	report(a->json, pid, fd, listening ? "attach" : "attach-connection", addr, keys);
+	report(t->out, a->json, pid, fd, listening ? "attach" : "attach-connection", addr, keys);
 	t->tuned++;
 }
 
 /* Every socket descriptor of pid: a copy each, tuned, closed. */
-static void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
-                       struct tally *t)
+void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
+                       struct attach_state *t)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0) {
@@ -287,7 +281,7 @@ static void attach_pid(const struct st_policy *p, const struct attach_args *a, i
 				char addr[INET6_ADDRSTRLEN + 10];
 				unsigned port;
 				local_addr(copy, addr, sizeof addr, &port);
-				report(a->json, pid, (int)fd, "attach-shared", addr, "");
+				report(t->out, a->json, pid, (int)fd, "attach-shared", addr, "");
 			}
 		}
 		close(copy);
@@ -349,7 +343,8 @@ static int pids_of_port(unsigned port, int *pids, int max)
 
 int attach_main(const struct attach_args *a, const struct st_policy *p)
 {
-	static struct tally t;
+	static struct attach_state t;
+	t.out = stdout;
 	int targets = 0;
 	for (int k = 0; a->targets[k]; k++) {
 		const char *s = a->targets[k];

@@ -24,6 +24,7 @@ enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
 struct cli {
 	int check, json, strict;
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
+	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
 	const char *route[CLI_MAX_ROUTES]; /* check --route ADDR: IPv4 or IPv6 literals */
 	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
@@ -130,6 +131,21 @@ struct attach_args {
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);
+/* One pass over pid's sockets: each not seen before tuned, one line each on st->out. */
+#define ATTACH_MAX_PIDS 256
+struct attach_state {
+	FILE *out;
+	int tuned, refused;
+	int pids[ATTACH_MAX_PIDS], npids; /* the processes reached, for --follow */
+	int following;                    /* a later pass: refusals were said the first time */
+	unsigned long seen[4096];         /* socket inodes done: prefork workers share a listener */
+	int nseen;
+};
+void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
+                struct attach_state *st);
+
+/* ---- supervise.c: socktune --attach PROGRAM: the program as a child, tuned from outside ---- */
+int supervise_main(const struct cli *c, const struct st_policy *p);
 void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
 void report_json(const struct report *r);
 void report_text(const struct report *r);

@@ -44,5 +44,7 @@ int main(int argc, char **argv)
 		                        .follow = c.follow, .targets = c.program};
 		return attach_main(&a, &p);
 	}
+	if (c.supervise)
+		return supervise_main(&c, &p);
 	return c.check ? check_main(&c, &p) : run_main(&c, &p, argc > 0 ? argv[0] : "socktune");
 }

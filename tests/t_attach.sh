@@ -171,3 +171,31 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && setup_ns NS 2>/dev/null; th
 else
 	skip attach_netns_somaxconn "needs root and ip netns"
 fi
+
+# a statically linked server (no preload reaches it): tuned by attach, and by the wrapper's
+# --attach mode from its start; the accepted connection reports what the listener carried
+if [ -x "$BIN/tserver-static" ] && ! ldd "$BIN/tserver-static" >/dev/null 2>&1; then
+	start_server st -- "$BIN/tserver-static" -4 -n 1 -t 10
+	"$CLI" attach --nodelay --backlog 4096 "$SRV_PID" >"$TMP/st.attach" 2>&1
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait_server
+	check attach_static "CONN: $(grep '^CONN' "$TMP/st.out"); $(cat "$TMP/st.attach")" \
+		"$(ts_val st CONN backlog)" = 4096 -a "$(ts_val st CONN nodelay)" = 1
+
+	start_server sup -- "$CLI" --attach --nodelay --backlog 4096 -- "$BIN/tserver-static" -4 -n 1 -t 10
+	busywait 5000 file_has "$TMP/sup.err" 'event=attach '
+	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null
+	wait "$SRV_PID"
+	rc=$?
+	check attach_mode_static "status $rc, CONN: $(grep '^CONN' "$TMP/sup.out"); $(cat "$TMP/sup.err")" \
+		"$rc" = 0 -a "$(ts_val sup CONN backlog)" = 4096 -a "$(ts_val sup CONN nodelay)" = 1
+	# the wrapper forwards SIGTERM and dies as its program did
+	start_server supterm -- "$CLI" --attach --nodelay -- "$BIN/tserver-static" -4 -n 5 -t 10
+	busywait 5000 file_has "$TMP/supterm.err" 'event=attach '
+	kill -TERM "$SRV_PID"
+	wait "$SRV_PID"
+	rc=$?
+	check attach_mode_forwards_sigterm "status $rc (want 143: SIGTERM): $(cat "$TMP/supterm.err")" "$rc" = 143
+else
+	skip attach_static "no static tserver here"
+fi
