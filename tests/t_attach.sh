@@ -199,3 +199,37 @@ if [ -x "$BIN/tserver-static" ] && ! ldd "$BIN/tserver-static" >/dev/null 2>&1; 
 else
 	skip attach_static "no static tserver here"
 fi
+
+# a Go net/http server (Go makes its own system calls: no preload reaches it), built here when
+# go is installed (.ci/run installs Debian's golang-go): the listener's SO_RCVBUF and
+# TCP_DELACK_MAX_US, set by attach, reach the connections it accepts afterwards
+if command -v go >/dev/null; then
+	if HOME=$TMP GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GO111MODULE=off GOFLAGS= \
+		go build -o "$TMP/gohttp" "$ROOT/tests/go/httpserver.go" >"$TMP/gobuild.err" 2>&1; then
+		start_server gohttp -- "$TMP/gohttp"
+		"$CLI" attach --rcvbuf 256K --delack-max 5ms "$SRV_PID" >"$TMP/go.attach" 2>&1
+		body=$(curl -s --max-time 5 "http://127.0.0.1:$SRV_PORT/")
+		kill "$SRV_PID" 2>/dev/null
+		wait "$SRV_PID" 2>/dev/null
+		# what this kernel keeps for 5 ms (HZ=250: 8000); a kernel before 6.15 has none
+		kept=$($PY -c 'import socket; s=socket.socket(); s.setsockopt(6,46,5000); print(s.getsockopt(6,46))' 2>/dev/null)
+		check attach_go "accepted connection: $body; attach: $(cat "$TMP/go.attach")" \
+			"$(field "$body" rcvbuf)" = 524288 -a "$(field "$body" delack_max_us)" = "${kept:-0}"
+	else
+		fail attach_go "go build failed: $(head -c 400 "$TMP/gobuild.err")"
+	fi
+else
+	skip attach_go "go not installed"
+fi
+
+# --dry-run: what would be applied is said, nothing changes
+p=$(free_port)
+$PY -c 'import socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",int(sys.argv[1]))); l.listen(5); time.sleep(10)' "$p" &
+dry=$!
+wait_listen "$p" 5
+"$CLI" attach --dry-run --nodelay --backlog 4096 "$dry" >"$TMP/dry.out" 2>&1
+l=$(grep '^socktune event=attach ' "$TMP/dry.out")
+check attach_dry_run "Send-Q $(sendq "$p"); line: $l" "$(sendq "$p")" = 5 -a \
+	"$(field "$l" backlog.want)" = 4096 -a "$(field "$l" backlog.effective)" = 5
+kill $dry 2>/dev/null
+wait $dry 2>/dev/null || : # (killed: 143)
