@@ -38,7 +38,6 @@
 #endif
 
 #define MAX_PIDS 256
-#define MAX_SEEN 4096
 
 /* Raw system calls: the command may itself run under a preloaded library. */
 static int raw_set(int fd, int level, int optname, const void *val, socklen_t len)
@@ -108,12 +107,25 @@ static long long target_sysctl(int pid, const char *name)
 	close(pipefd[1]);
 	long long v = -1;
 	struct pollfd pf = {.fd = pipefd[0], .events = POLLIN};
-	if (child > 0 && poll(&pf, 1, 2000) == 1 && read(pipefd[0], &v, sizeof v) != sizeof v)
+	int ready = child > 0 && poll(&pf, 1, 2000) == 1;
+	if (ready && read(pipefd[0], &v, sizeof v) != sizeof v)
 		v = -1;
 	close(pipefd[0]);
+	if (child > 0 && !ready)
+		kill(child, SIGKILL);
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	return v;
+}
+
+/* A limit as a clamp line shows it: the number, or "unknown" (not readable from here). */
+static const char *limit_text(long long v, char *buf, size_t n)
+{
+	if (v < 0)
+		snprintf(buf, n, "unknown (its network namespace is not readable from here)");
+	else
+		snprintf(buf, n, "%lld", v);
+	return buf;
 }
 
 /* One line of the report: logfmt like the library's, or one JSON object. */
@@ -148,14 +160,57 @@ static void refuse(struct attach_state *t, int pid, const char *call, int err)
 	t->refused++;
 }
 
-static int seen(struct attach_state *t, unsigned long ino)
+/* The set: a key is there, or is added (returns whether it was there).  Past its cap the
+ * set stops growing and answers "there" (no socket is tuned twice; a new one may be missed). */
+static int set_has(const struct ino_set *s, unsigned long long key)
 {
-	for (int k = 0; k < t->nseen; k++)
-		if (t->seen[k] == ino)
+	for (size_t k = 0, h = key * 0x9e3779b97f4a7c15ull; s->cap && k < s->cap; k++) {
+		unsigned long long v = s->keys[(h + k) & (s->cap - 1)];
+		if (v == key)
 			return 1;
-	if (t->nseen < MAX_SEEN)
-		t->seen[t->nseen++] = ino;
+		if (!v)
+			return 0;
+	}
 	return 0;
+}
+
+static int set_add(struct ino_set *s, unsigned long long key)
+{
+	if (set_has(s, key))
+		return 1;
+	if (2 * (s->n + 1) > s->cap) { /* keep it half empty: double and rehash */
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		if (cap > (1u << 24))
+			return 1;
+		unsigned long long *keys = calloc(cap, sizeof *keys);
+		if (!keys)
+			return 1;
+		struct ino_set grown = {keys, cap, 0};
+		for (size_t k = 0; k < s->cap; k++)
+			if (s->keys[k])
+				set_add(&grown, s->keys[k]);
+		free(s->keys);
+		*s = grown;
+	}
+	for (size_t k = 0, h = key * 0x9e3779b97f4a7c15ull;; k++) {
+		unsigned long long *v = &s->keys[(h + k) & (s->cap - 1)];
+		if (!*v) {
+			*v = key;
+			s->n++;
+			return 0;
+		}
+	}
+}
+
+/* A descriptor of ours above 0-2: with the standard ones closed, a copy there would take
+ * the messages written to stderr into the target's socket. */
+static int above_std(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return high;
 }
 
 /* Tune one socket of the target, through the copy: a listener with the listener options and
@@ -196,9 +251,10 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		if (!rq.dry && out.got != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER) &&
 		    st_short_of(i, out.want, out.got)) {
 			st_fix_limit(i, out.want, fix, sizeof fix);
+			char lim[80];
 			fprintf(stderr, "socktune: attach %d: fd %d: %s clamped to %d by the target's "
-			        "%s=%lld: %s\n", pid, fd, st_sockopts[i].label, out.got,
-			        st_sockopts[i].limit, target_sysctl(pid, st_sockopts[i].limit), fix);
+			        "%s=%s: %s\n", pid, fd, st_sockopts[i].label, out.got, st_sockopts[i].limit,
+			        limit_text(target_sysctl(pid, st_sockopts[i].limit), lim, sizeof lim), fix);
 		}
 	}
 	if (listening && st_backlog_governed(p)) {
@@ -211,12 +267,13 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		                      " backlog.before=%d backlog.want=%d backlog.effective=%d", before,
 		                      want, rq.dry ? before : after);
 		if (!rq.dry && after < want) {
-			char fix[96];
+			char fix[96], lim[80];
 			st_fix_somaxconn(want, fix, sizeof fix);
 			fprintf(stderr, "socktune: attach %d: fd %d: backlog clamped to %d by the target's "
-			        "net.core.somaxconn=%lld: %s (in its network namespace: nsenter "
+			        "net.core.somaxconn=%s: %s (in its network namespace: nsenter "
 			        "--net=/proc/%d/ns/net)\n", pid, fd, after,
-			        target_sysctl(pid, "net.core.somaxconn"), fix, pid);
+			        limit_text(target_sysctl(pid, "net.core.somaxconn"), lim, sizeof lim), fix,
+			        pid);
 		}
 	}
 	if (!listening && st_on(p, ST_V_QUICKACK))
@@ -227,26 +284,44 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 	t->tuned++;
 }
 
-/* Every socket descriptor of pid: a copy each, tuned, closed. */
-void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
-                       struct attach_state *t)
+/* The target of pid, its pidfd opened once: a later pass of --follow reaches the same
+ * process even when the number has been reused meanwhile (pidfd_getfd then says ESRCH). */
+static struct attach_target *target_of(struct attach_state *t, int pid)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct attach_target *free_slot = NULL;
+	for (int k = 0; k < t->ntargets; k++) {
+		if (t->targets[k].pidfd >= 0 && t->targets[k].pid == pid)
+			return &t->targets[k];
+		if (t->targets[k].pidfd < 0 && !free_slot)
+			free_slot = &t->targets[k];
+	}
+	if (!free_slot && t->ntargets < ATTACH_MAX_PIDS)
+		free_slot = &t->targets[t->ntargets++];
+	if (!free_slot)
+		return NULL;
+	int pfd = above_std((int)syscall(SYS_pidfd_open, pid, 0));
 	if (pfd < 0) {
 		refuse(t, pid, "pidfd_open", errno);
-		return;
+		return NULL;
 	}
-	int known = 0;
-	for (int k = 0; k < t->npids; k++)
-		known |= t->pids[k] == pid;
-	if (!known && t->npids < MAX_PIDS)
-		t->pids[t->npids++] = pid;
+	*free_slot = (struct attach_target){.pid = pid, .pidfd = pfd};
+	return free_slot;
+}
+
+/* Every socket descriptor of pid: a copy each, tuned, closed.  A socket is handled once
+ * (tuned, or known never to be: not TCP, a connection without --connections); a socket not
+ * listening yet is looked at again by the next pass. */
+void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
+                struct attach_state *t)
+{
+	struct attach_target *tg = target_of(t, pid);
+	if (!tg || tg->gone)
+		return;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/fd", pid);
 	DIR *d = opendir(path);
 	if (!d) {
 		refuse(t, pid, "/proc/PID/fd", errno);
-		close(pfd);
 		return;
 	}
 	int entries = 0;
@@ -261,33 +336,66 @@ void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
 		if (n <= 0)
 			continue;
 		link[n] = '\0';
-		if (sscanf(link, "socket:[%lu]", &ino) != 1)
-			continue;
-		int copy = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+		unsigned long long holder = (unsigned long long)pid << 40;
+		if (sscanf(link, "socket:[%lu]", &ino) != 1 ||
+		    (set_has(&t->done, ino) && set_has(&t->holders, holder ^ ino)))
+			continue; /* (no syscall for a socket handled already) */
+		int copy = above_std((int)syscall(SYS_pidfd_getfd, tg->pidfd, (int)fd, 0));
 		if (copy < 0) {
 			if (errno == EBADF)
 				continue; /* closed meanwhile */
 			refuse(t, pid, "pidfd_getfd", errno);
 			break;
 		}
+		struct stat sb; /* the socket the copy is: the number may name another one now */
+		if (fstat(copy, &sb) == 0)
+			ino = (unsigned long)sb.st_ino;
 		int domain = get_int(copy, SOL_SOCKET, SO_DOMAIN);
 		int proto = get_int(copy, SOL_SOCKET, SO_PROTOCOL);
-		if ((domain == AF_INET || domain == AF_INET6) &&
-		    (proto == IPPROTO_TCP || proto == 262 /* MPTCP */)) {
-			if (!seen(t, ino)) {
-				tune_copy(p, a, pid, (int)fd, copy, t);
-			} else if (get_int(copy, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
-				/* another holder of a listener tuned already (a prefork worker) */
+		int tcp = (domain == AF_INET || domain == AF_INET6) &&
+		          (proto == IPPROTO_TCP || proto == 262 /* MPTCP */);
+		int listening = tcp && get_int(copy, SOL_SOCKET, SO_ACCEPTCONN) == 1;
+		struct tcp_info ti;
+		socklen_t tl = sizeof ti;
+		memset(&ti, 0, sizeof ti);
+		int unbound = tcp && !listening && raw_get(copy, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 &&
+		              ti.tcpi_state == TCP_CLOSE; /* may listen later: looked at again */
+		if (listening && set_has(&t->done, ino)) {
+			if (!set_add(&t->holders, holder ^ ino)) { /* another holder: a prefork worker */
 				char addr[INET6_ADDRSTRLEN + 10];
 				unsigned port;
 				local_addr(copy, addr, sizeof addr, &port);
 				report(t->out, a->json, pid, (int)fd, "attach-shared", addr, "");
 			}
+		} else if (!unbound) {
+			if (listening || (tcp && a->connections))
+				tune_copy(p, a, pid, (int)fd, copy, t);
+			set_add(&t->done, ino);
+			set_add(&t->holders, holder ^ ino);
 		}
 		close(copy);
 	}
 	closedir(d);
-	close(pfd);
+}
+
+int attach_alive(struct attach_state *t)
+{
+	int alive = 0;
+	for (int k = 0; k < t->ntargets; k++) {
+		struct attach_target *tg = &t->targets[k];
+		if (tg->pidfd < 0 || tg->gone)
+			continue;
+		struct pollfd pf = {.fd = tg->pidfd, .events = POLLIN};
+		if (poll(&pf, 1, 0) == 1) { /* a pidfd is readable once its process has exited */
+			fprintf(stderr, "socktune: attach %d: exited\n", tg->pid);
+			tg->gone = 1;
+			close(tg->pidfd);
+			tg->pidfd = -1; /* the slot is free again */
+			continue;
+		}
+		alive++;
+	}
+	return alive;
 }
 
 /* :PORT: the processes holding a TCP listener on that port (in this network namespace). */
@@ -345,6 +453,7 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 {
 	static struct attach_state t;
 	t.out = stdout;
+	signal(SIGPIPE, SIG_IGN); /* a closed pipe on stdout is an error said at the end, not death */
 	int targets = 0;
 	for (int k = 0; a->targets[k]; k++) {
 		const char *s = a->targets[k];
@@ -373,26 +482,15 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 		attach_pid(p, a, (int)pid, &t);
 		targets++;
 	}
-	/* --follow: the same pass again every 100 ms over the processes reached (sockets done
-	 * already are known by their inode), until all have exited or a signal ends us */
+	/* --follow: the same pass again every 100 ms over the processes reached (sockets
+	 * handled already cost no syscall), until all have exited or a signal ends us */
 	t.following = 1;
-	while (a->follow && t.npids > 0) {
+	while (a->follow && attach_alive(&t) > 0) {
 		fflush(stdout);
 		usleep(100000);
-		int alive = 0;
-		for (int i = 0; i < t.npids; i++) {
-			if (t.pids[i] <= 0)
-				continue;
-			if (kill(t.pids[i], 0) != 0 && errno == ESRCH) {
-				fprintf(stderr, "socktune: attach %d: exited\n", t.pids[i]);
-				t.pids[i] = -t.pids[i]; /* said once */
-				continue;
-			}
-			alive++;
-			attach_pid(p, a, t.pids[i], &t);
-		}
-		if (!alive)
-			break;
+		for (int i = 0; i < t.ntargets; i++)
+			if (t.targets[i].pidfd >= 0 && !t.targets[i].gone)
+				attach_pid(p, a, t.targets[i].pid, &t);
 	}
 	if (fflush(stdout) != 0)
 		return 1;

@@ -131,18 +131,29 @@ struct attach_args {
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);
-/* One pass over pid's sockets: each not seen before tuned, one line each on st->out. */
+/* One pass over pid's sockets: each not handled before tuned, one line each on st->out. */
 #define ATTACH_MAX_PIDS 256
+struct ino_set { /* a set of nonzero keys, open addressing, grown as it fills */
+	unsigned long long *keys;
+	size_t cap, n;
+};
+struct attach_target {
+	int pid, pidfd; /* pidfd -1: the slot is free */
+	int gone;       /* its exit was said */
+};
 struct attach_state {
 	FILE *out;
 	int tuned, refused;
-	int pids[ATTACH_MAX_PIDS], npids; /* the processes reached, for --follow */
-	int following;                    /* a later pass: refusals were said the first time */
-	unsigned long seen[4096];         /* socket inodes done: prefork workers share a listener */
-	int nseen;
+	int following; /* a later pass: refusals were said the first time */
+	struct attach_target targets[ATTACH_MAX_PIDS];
+	int ntargets;
+	struct ino_set done;    /* socket inodes handled (tuned, or never to be: not TCP, ...) */
+	struct ino_set holders; /* (pid, inode) of listeners seen: each holder said once */
 };
 void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
                 struct attach_state *st);
+/* After a pass: say each target that exited since, once; returns how many still run. */
+int attach_alive(struct attach_state *st);
 
 /* ---- supervise.c: socktune --attach PROGRAM: the program as a child, tuned from outside ---- */
 int supervise_main(const struct cli *c, const struct st_policy *p);

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -73,19 +75,27 @@ int supervise_main(const struct cli *c, const struct st_policy *p)
 		        e == ENOENT ? "command not found" : strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
+	/* the program's orphans become ours: reaped here, and their listeners tuned too */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN); /* (after the fork: the program keeps its own disposition) */
 	static struct attach_state st;
 	struct attach_args a = {.connections = 0};
 	st.out = stderr; /* stdout is the program's */
 	st.following = 1; /* the program may not have made its sockets yet: no refusal lines */
 	for (;;) {
-		int fam[64], n = family_of(child, fam, 64);
-		for (int k = 0; k < n; k++)
+		int fam[64], n = family_of(getpid(), fam, 64);
+		for (int k = 1; k < n; k++) /* (fam[0] is the wrapper itself) */
 			attach_pid(p, &a, fam[k], &st);
+		attach_alive(&st);
 		fflush(stderr);
 		struct timespec tick = {0, 20 * 1000 * 1000};
-		int sig = sigtimedwait(&set, NULL, &tick);
+		siginfo_t info;
+		int sig = sigtimedwait(&set, &info, &tick);
 		if (sig > 0 && sig != SIGCHLD) {
-			kill(child, sig);
+			/* a signal from the terminal reached the program's process group already
+			 * (it is ours): only those sent to the wrapper (kill, docker stop) go on */
+			if (info.si_code != SI_KERNEL)
+				kill(child, sig);
 			continue;
 		}
 		int status;
@@ -95,6 +105,8 @@ int supervise_main(const struct cli *c, const struct st_policy *p)
 				continue;
 			if (WIFSIGNALED(status)) {
 				int s = WTERMSIG(status);
+				struct rlimit nocore = {0, 0}; /* the program's core is the one that counts */
+				setrlimit(RLIMIT_CORE, &nocore);
 				signal(s, SIG_DFL);
 				sigprocmask(SIG_SETMASK, &old, NULL);
 				raise(s);

@@ -233,3 +233,37 @@ check attach_dry_run "Send-Q $(sendq "$p"); line: $l" "$(sendq "$p")" = 5 -a \
 	"$(field "$l" backlog.want)" = 4096 -a "$(field "$l" backlog.effective)" = 5
 kill $dry 2>/dev/null
 wait $dry 2>/dev/null || : # (killed: 143)
+
+# the attacher's standard descriptors closed: its messages go nowhere, never into a copy of
+# the target's sockets (a copy would otherwise take number 2)
+$PY - "$TMP/pair.out" <<'PYEOF' &
+import socket, sys, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+c = socket.create_connection(l.getsockname()); s, _ = l.accept(); l.close()
+c.settimeout(3); s.settimeout(3)
+time.sleep(1.5)                       # the attach runs meanwhile
+got = b""
+for x in (c, s):
+    x.setblocking(False)
+    try: got += x.recv(4096)
+    except BlockingIOError: pass
+open(sys.argv[1], "w").write("bytes=%d\n" % len(got))
+PYEOF
+pair=$!
+sleep 0.5
+(exec 0<&- 1>&- 2>&-; "$CLI" attach --connections --rcvbuf 64M "$pair")
+wait $pair
+check attach_closed_stdio "$(cat "$TMP/pair.out")" "$(sed -n 's/^bytes=//p' "$TMP/pair.out")" = 0
+
+# a socket bound first and listening later is tuned when it listens (--attach, --follow),
+# and a listener already tuned is not said again on every pass
+p=$(free_port)
+start_server late -- "$CLI" --attach --backlog 4096 -- $PY -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); time.sleep(0.3); s.listen(5)
+print("PORT", sys.argv[1], flush=True); time.sleep(1)' "$p"
+busywait 5000 file_has "$TMP/late.err" "addr=127.0.0.1:$p "
+q=$(sendq "$p")
+wait "$SRV_PID"
+check attach_mode_late_listen "Send-Q $q: $(cat "$TMP/late.err")" "$q" = 4096 -a \
+	"$(count_lines "$TMP/late.err" "event=attach")" = 1
