@@ -39,25 +39,13 @@
 
 #define MAX_PIDS 256
 
-/* Raw system calls: the command may itself run under a preloaded library. */
-static int raw_set(int fd, int level, int optname, const void *val, socklen_t len)
-{
-	return (int)syscall(SYS_setsockopt, fd, level, optname, val, len);
-}
-
-static int raw_get(int fd, int level, int optname, void *val, socklen_t *len)
-{
-	return (int)syscall(SYS_getsockopt, fd, level, optname, val, len);
-}
-
-static const struct st_sockops raw_ops = {raw_set, raw_get};
-
+/* (Sockets are reached through raw system calls, cli_raw_ops: the command may itself run
+ * under a preloaded library.) */
 
 static int get_int(int fd, int level, int optname)
 {
-	int v = -1;
-	socklen_t len = sizeof v;
-	return raw_get(fd, level, optname, &v, &len) == 0 ? v : -1;
+	long long v;
+	return probe_get_int(fd, level, optname, &v) == 0 ? (int)v : -1;
 }
 
 static void local_addr(int fd, char *out, size_t n, unsigned *port)
@@ -236,7 +224,7 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		struct st_outcome out;
 		char name[ST_NAME_MAX] = "", fix[200] = "";
-		if (!st_apply_one(&raw_ops, copy, &rq, i, &out, name))
+		if (!st_apply_one(&cli_raw_ops, copy, &rq, i, &out, name))
 			continue;
 		if (out.state == ST_FAILED) {
 			st_fix_refused(i, out.err, fix, sizeof fix);
@@ -258,11 +246,11 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		}
 	}
 	if (listening && st_backlog_governed(p)) {
-		int before = st_listen_backlog(&raw_ops, copy);
+		int before = st_listen_backlog(&cli_raw_ops, copy);
 		int want = st_backlog_want(p, before);
 		if (!rq.dry && want != before)
 			syscall(SYS_listen, copy, want);
-		int after = st_listen_backlog(&raw_ops, copy);
+		int after = st_listen_backlog(&cli_raw_ops, copy);
 		o += (size_t)snprintf(keys + o, sizeof keys - o,
 		                      " backlog.before=%d backlog.want=%d backlog.effective=%d", before,
 		                      want, rq.dry ? before : after);
@@ -358,7 +346,7 @@ void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
 		struct tcp_info ti;
 		socklen_t tl = sizeof ti;
 		memset(&ti, 0, sizeof ti);
-		int unbound = tcp && !listening && raw_get(copy, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 &&
+		int unbound = tcp && !listening && probe_get(copy, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 &&
 		              ti.tcpi_state == TCP_CLOSE; /* may listen later: looked at again */
 		if (listening && set_has(&t->done, ino)) {
 			if (!set_add(&t->holders, holder ^ ino)) { /* another holder: a prefork worker */

@@ -15,19 +15,6 @@
 #include "socktune_kernel.h"
 #include "cli.h"
 
-/* The probe socket reached through raw system calls (probe.c), for the apply step. */
-static int raw_set(int fd, int level, int optname, const void *val, socklen_t len)
-{
-	return probe_set(fd, level, optname, val, len);
-}
-
-static int raw_get(int fd, int level, int optname, void *val, socklen_t *len)
-{
-	return probe_get(fd, level, optname, val, len);
-}
-
-static const struct st_sockops probe_ops = {raw_set, raw_get};
-
 /* Option i of p applied to a probe socket by the apply step the library runs (as on a
  * listener): -1 with errno when there is no probe socket. */
 static int probe_apply(const struct st_policy *p, int i, struct st_outcome *o, char *name)
@@ -38,7 +25,7 @@ static int probe_apply(const struct st_policy *p, int i, struct st_outcome *o, c
 	long long family = AF_INET;
 	probe_get_int(fd, SOL_SOCKET, SO_DOMAIN, &family);
 	struct st_apply_req rq = {.p = p, .family = (int)family};
-	st_apply_one(&probe_ops, fd, &rq, i, o, name);
+	st_apply_one(&cli_raw_ops, fd, &rq, i, o, name);
 	probe_close(fd);
 	return 0;
 }

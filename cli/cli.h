@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "socktune.h"
+#include "socktune_apply.h"
 #include "socktune_kernel.h"
 
 #define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
@@ -51,6 +52,8 @@ int probe_socket(void);
 void probe_close(int fd);
 int probe_set(int fd, int level, int opt, const void *val, socklen_t len);
 int probe_get(int fd, int level, int opt, void *val, socklen_t *len);
+/* The same two for the apply step (common/apply.c): check's probe, attach's copies. */
+extern const struct st_sockops cli_raw_ops;
 int probe_set_int(int fd, int level, int opt, int v);
 int probe_get_int(int fd, int level, int opt, long long *out);
 int probe_backlog(long long want, long long *out);

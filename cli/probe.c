@@ -37,6 +37,8 @@ int probe_get(int fd, int level, int opt, void *val, socklen_t *len)
 	return (int)syscall(SYS_getsockopt, fd, level, opt, val, len);
 }
 
+const struct st_sockops cli_raw_ops = {probe_set, probe_get};
+
 int probe_set_int(int fd, int level, int opt, int v)
 {
 	return probe_set(fd, level, opt, &v, sizeof v);
