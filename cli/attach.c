@@ -72,7 +72,7 @@ static void local_addr(int fd, char *out, size_t n, unsigned *port)
 /* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
  * sockets, not ours): read here when it is ours, else by a child that joins it (setns needs
  * CAP_SYS_ADMIN).  -1 when it cannot be read. */
-static long long target_sysctl(int pid, const char *name)
+long long target_sysctl(int pid, const char *name)
 {
 	char path[64];
 	struct stat mine, theirs;

@@ -153,6 +153,9 @@ struct attach_state {
 	struct ino_set done;    /* socket inodes handled (tuned, or never to be: not TCP, ...) */
 	struct ino_set holders; /* (pid, inode) of listeners seen: each holder said once */
 };
+/* A sysctl of pid's network namespace (read by a child that joins it when it is not ours),
+ * -1 when it cannot be read. */
+long long target_sysctl(int pid, const char *name);
 void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
                 struct attach_state *st);
 /* After a pass: say each target that exited since, once; returns how many still run. */

@@ -5,6 +5,7 @@
 
 #include "socktune.h"
 #include "cli.h"
+#include "doctor.h"
 
 /* The exit status for what a parser said when it was not CLI_GO. */
 static int exit_status(enum cli_status r)
@@ -30,6 +31,11 @@ int main(int argc, char **argv)
 		struct stats_args s;
 		r = stats_parse(argc - 1, argv + 1, &s, stderr);
 		return r == CLI_GO ? stats_main(&s) : exit_status(r);
+	}
+	if (argc > 1 && strcmp(argv[1], "doctor") == 0) {
+		static struct doctor d; /* (its tables are large) */
+		r = doctor_parse(argc - 1, argv + 1, &d, stderr);
+		return r == CLI_GO ? doctor_main(&d) : exit_status(r);
 	}
 	struct cli c;
 	struct st_policy p;

@@ -1,0 +1,231 @@
+/* Reading TCP sockets without a descriptor: NETLINK_SOCK_DIAG dumps (inet_diag_req_v2), the
+ * way ss(8) does.  For a listener the kernel reports its accept queue now (idiag_rqueue) and
+ * the backlog in force (idiag_wqueue); for a connection its tcp_info and memory.  A dump sees
+ * the sockets of the netlink socket's own network namespace: diag_open makes one inside the
+ * target's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "doctor.h"
+
+/* The kernel's ABI (linux/netlink.h, linux/inet_diag.h, linux/sock_diag.h), written out:
+ * musl's include path has no linux/ headers, and these layouts and numbers are fixed. */
+struct nl_hdr {
+	uint32_t len;
+	uint16_t type, flags;
+	uint32_t seq, pid;
+};
+struct diag_id {
+	uint16_t sport, dport; /* network order */
+	uint32_t src[4], dst[4];
+	uint32_t ifindex;
+	uint32_t cookie[2];
+};
+struct diag_req {
+	uint8_t family, protocol, ext, pad;
+	uint32_t states;
+	struct diag_id id;
+};
+struct diag_msg {
+	uint8_t family, state, timer, retrans;
+	struct diag_id id;
+	uint32_t expires, rqueue, wqueue, uid, inode;
+};
+struct nl_attr {
+	uint16_t len, type;
+};
+enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, NLMSG_ERROR_ = 2, NLMSG_DONE_ = 3,
+       NLM_F_REQUEST_ = 1, NLM_F_DUMP_ = 0x300, INET_DIAG_INFO_ = 2, INET_DIAG_SKMEMINFO_ = 7 };
+#define NL_ALIGN(n) (((n) + 3u) & ~3u)
+
+/* The layout above is the kernel's: a few offsets checked against linux/tcp.h's */
+_Static_assert(offsetof(struct diag_tcp_info, rto) == 8, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, total_retrans) == 100, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, pacing_rate) == 104, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, busy_time) == 168, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, snd_wnd) == 228, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, total_rto_time) == 244, "tcp_info layout");
+_Static_assert(sizeof(struct diag_msg) == 72, "inet_diag_msg layout");
+_Static_assert(sizeof(struct diag_req) == 56, "inet_diag_req_v2 layout");
+
+#define DIAG_TIMEOUT_S 2          /* for each datagram of the kernel's answer */
+#define DIAG_MAX_READS (1 << 20)  /* datagrams of one dump (each holds dozens of sockets) */
+
+int diag_open(int pid)
+{
+	int self = -1, err = 0;
+	if (pid > 0) { /* sockets are made in the caller's namespace: enter the target's */
+		char path[64];
+		struct stat mine, theirs;
+		snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+		if (stat(path, &theirs) != 0)
+			return -errno;
+		if (stat("/proc/self/ns/net", &mine) != 0 || mine.st_ino != theirs.st_ino ||
+		    mine.st_dev != theirs.st_dev) {
+			int ns = open(path, O_RDONLY | O_CLOEXEC);
+			self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+			if (ns < 0 || self < 0 || setns(ns, CLONE_NEWNET) != 0) {
+				err = errno ? errno : EPERM;
+				if (ns >= 0)
+					close(ns);
+				if (self >= 0)
+					close(self);
+				return -err;
+			}
+			close(ns);
+		}
+	}
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
+	err = fd < 0 ? errno : 0;
+	if (self >= 0) {
+		if (setns(self, CLONE_NEWNET) != 0) { /* cannot happen: it is where we were */
+			err = errno;
+			if (fd >= 0)
+				close(fd);
+			fd = -1;
+		}
+		close(self);
+	}
+	if (fd >= 0) {
+		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
+	return fd >= 0 ? fd : -err;
+}
+
+void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(family, a, host, sizeof host);
+	snprintf(out, n, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+/* One message of a dump into s; 0 when it is not one. */
+static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
+{
+	if (h->len < sizeof *h + sizeof(struct diag_msg))
+		return 0;
+	const struct diag_msg *m = (const void *)(h + 1);
+	memset(s, 0, offsetof(struct diag_sock, ti));
+	s->family = m->family;
+	s->state = m->state;
+	s->sport = ntohs(m->id.sport);
+	s->dport = ntohs(m->id.dport);
+	memcpy(s->src, m->id.src, 16);
+	memcpy(s->dst, m->id.dst, 16);
+	s->cookie = (unsigned long long)m->id.cookie[1] << 32 | m->id.cookie[0];
+	s->rqueue = m->rqueue;
+	s->wqueue = m->wqueue;
+	s->uid = m->uid;
+	s->inode = m->inode;
+	s->has_mem = 0;
+	int info = 0;
+	size_t off = NL_ALIGN(sizeof *h) + NL_ALIGN(sizeof *m);
+	while (off + sizeof(struct nl_attr) <= h->len) {
+		const struct nl_attr *a = (const void *)((const char *)h + off);
+		if (a->len < sizeof *a || off + a->len > h->len)
+			break;
+		const void *data = a + 1;
+		size_t len = a->len - sizeof *a;
+		if (a->type == INET_DIAG_INFO_) { /* decode by length: newer kernels add fields */
+			size_t take = len < sizeof s->ti ? len : sizeof s->ti;
+			memset(&s->ti, 0, sizeof s->ti);
+			memcpy(&s->ti, data, take);
+			s->info_len = take;
+			info = 1;
+		} else if (a->type == INET_DIAG_SKMEMINFO_) {
+			size_t take = len < sizeof s->mem ? len : sizeof s->mem;
+			memset(s->mem, 0, sizeof s->mem);
+			memcpy(s->mem, data, take);
+			s->has_mem = 1;
+		}
+		off += NL_ALIGN(a->len);
+	}
+	if (!info) {
+		memset(&s->ti, 0, sizeof s->ti);
+		s->info_len = 0;
+	}
+	return 1;
+}
+
+/* One family's dump: request, then the datagrams of the answer until DONE. */
+static int dump_family(int nl, int family, unsigned states, int with_info, diag_cb cb,
+                       void *ctx)
+{
+	static unsigned seq;
+	struct {
+		struct nl_hdr h;
+		struct diag_req r;
+	} req;
+	memset(&req, 0, sizeof req);
+	req.h.len = sizeof req;
+	req.h.type = SOCK_DIAG_BY_FAMILY_;
+	req.h.flags = NLM_F_REQUEST_ | NLM_F_DUMP_;
+	req.h.seq = ++seq;
+	req.r.family = (uint8_t)family;
+	req.r.protocol = IPPROTO_TCP;
+	req.r.states = states;
+	if (with_info)
+		req.r.ext = 1u << (INET_DIAG_INFO_ - 1) | 1u << (INET_DIAG_SKMEMINFO_ - 1);
+	struct sockaddr_nl_ {
+		sa_family_t family;
+		unsigned short pad;
+		uint32_t pid, groups;
+	} kernel = {.family = AF_NETLINK};
+	if (sendto(nl, &req, sizeof req, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
+		return -errno;
+	static _Alignas(8) char buf[64 * 1024];
+	static struct diag_sock s; /* large (tcp_info): not on the stack */
+	int count = 0;
+	for (long reads = 0; reads < DIAG_MAX_READS; reads++) {
+		ssize_t n = recv(nl, buf, sizeof buf, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (size_t off = 0; off + sizeof(struct nl_hdr) <= (size_t)n;) {
+			const struct nl_hdr *h = (const void *)(buf + off);
+			if (h->len < sizeof *h || off + h->len > (size_t)n)
+				break;
+			if (h->seq != req.h.seq) {
+				off += NL_ALIGN(h->len);
+				continue; /* an answer to an earlier request, left unread */
+			}
+			if (h->type == NLMSG_DONE_)
+				return count;
+			if (h->type == NLMSG_ERROR_) {
+				int err = 0;
+				if (h->len >= sizeof *h + sizeof err)
+					memcpy(&err, h + 1, sizeof err);
+				return err ? err : -EPROTO;
+			}
+			if (h->type == SOCK_DIAG_BY_FAMILY_ && parse_msg(h, &s)) {
+				cb(&s, ctx);
+				count++;
+			}
+			off += NL_ALIGN(h->len);
+		}
+	}
+	return -EOVERFLOW;
+}
+
+int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx)
+{
+	int a = dump_family(nl, AF_INET, states, with_info, cb, ctx);
+	if (a < 0)
+		return a;
+	int b = dump_family(nl, AF_INET6, states, with_info, cb, ctx);
+	return b < 0 ? b : a + b;
+}

@@ -1,0 +1,623 @@
+/* socktune doctor [PID...|:PORT...] [--seconds N] [--json]: watch the TCP listeners of a
+ * running server, and the connections on them, for a few seconds, changing nothing; then say
+ * which setting cures what was seen (findings.c), with the numbers.
+ *
+ * The window: the listeners' accept queues sampled every 20 ms through sock_diag (a burst
+ * that fills a queue lasts tens of milliseconds); the connections, with their tcp_info, every
+ * 200 ms; the namespace's TcpExt counters at both ends.  At the end, with ptrace access,
+ * TCP_NODELAY read on a pidfd_getfd copy of each listener and of the worst connections:
+ * sock_diag does not report it. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "socktune_host.h"
+#include "doctor.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+#define TICK_MS 20           /* listener samples: 50 a second */
+#define CONN_EVERY 10        /* ... and every 10th tick a connection sample */
+#define MAX_CONNS 200000     /* connections followed over the window */
+#define MAX_NODELAY_LOOKS 256
+#define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
+                     1u << TS_CLOSE_WAIT | 1u << TS_LAST_ACK | 1u << TS_CLOSING)
+
+const char *const doc_counter_names[C_COUNT] = {
+	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",
+	"TCPRcvQDrop", "PruneCalled",
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ---- which process holds which socket: /proc/PID/fd, sorted by inode ---- */
+
+struct holder {
+	unsigned long long ino;
+	int pid, fd;
+};
+struct holders {
+	struct holder *h;
+	size_t n, cap;
+};
+
+static void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
+{
+	if (hs->n == hs->cap) {
+		size_t cap = hs->cap ? 2 * hs->cap : 4096;
+		struct holder *h = cap < (1u << 26) ? realloc(hs->h, cap * sizeof *h) : NULL;
+		if (!h)
+			return;
+		hs->h = h;
+		hs->cap = cap;
+	}
+	hs->h[hs->n++] = (struct holder){ino, pid, fd};
+}
+
+static void scan_pid(struct holders *hs, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end, link[64], lpath[96];
+		long fd = strtol(e->d_name, &end, 10);
+		unsigned long long ino;
+		if (*end || end == e->d_name)
+			continue;
+		snprintf(lpath, sizeof lpath, "%s/%ld", path, fd);
+		ssize_t n = readlink(lpath, link, sizeof link - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%llu]", &ino) == 1)
+			holders_add(hs, ino, pid, (int)fd);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct holder *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->pid - y->pid;
+}
+
+/* pids: the processes to look at (NULL: every one this user may see) */
+static void holders_scan(struct holders *hs, const int *pids, int npids)
+{
+	hs->n = 0;
+	if (pids) {
+		for (int k = 0; k < npids; k++)
+			scan_pid(hs, pids[k]);
+	} else {
+		DIR *proc = opendir("/proc");
+		for (struct dirent *e; proc && (e = readdir(proc));) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (!*end && end != e->d_name && pid > 0 && pid <= INT_MAX)
+				scan_pid(hs, (int)pid);
+		}
+		if (proc)
+			closedir(proc);
+	}
+	if (hs->n)
+		qsort(hs->h, hs->n, sizeof *hs->h, by_ino);
+}
+
+/* The first holder of ino, or NULL; the others follow it. */
+static const struct holder *holders_find(const struct holders *hs, unsigned long long ino)
+{
+	size_t lo = 0, hi = hs->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (hs->h[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < hs->n && hs->h[lo].ino == ino ? &hs->h[lo] : NULL;
+}
+
+static void comm_of(int pid, char *out, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", pid);
+	FILE *f = fopen(path, "re");
+	out[0] = '\0';
+	if (f && fgets(out, (int)n, f))
+		out[strcspn(out, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static unsigned long long netns_of(int pid)
+{
+	char path[64];
+	struct stat sb;
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/ns/net");
+	return stat(path, &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
+}
+
+/* ---- a namespace's counters and limits ---- */
+
+/* A counter of a /proc/PID/net/{netstat,snmp} file: "Prefix: names" then "Prefix: values". */
+static long long proc_counter(int pid, const char *file, const char *prefix, const char *name)
+{
+	char path[64], names[4096], vals[4096];
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
+	else
+		snprintf(path, sizeof path, "/proc/self/net/%s", file);
+	FILE *f = fopen(path, "re");
+	long long v = -1;
+	size_t plen = strlen(prefix);
+	while (f && v < 0 && fgets(names, sizeof names, f) && fgets(vals, sizeof vals, f)) {
+		if (strncmp(names, prefix, plen) != 0 || strncmp(vals, prefix, plen) != 0)
+			continue;
+		char *sn, *sv, *n = strtok_r(names + plen, " \n", &sn), *x = strtok_r(vals + plen, " \n", &sv);
+		for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
+			if (strcmp(n, name) == 0) {
+				v = strtoll(x, NULL, 10);
+				break;
+			}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void read_counters(const struct doc_ns *ns, long long *out)
+{
+	for (int k = 0; k < C_COUNT; k++)
+		out[k] = k == C_RETRANS_SEGS
+		             ? proc_counter(ns->pid, "snmp", "Tcp:", "RetransSegs")
+		             : proc_counter(ns->pid, "netstat", "TcpExt:", doc_counter_names[k]);
+}
+
+/* A sysctl of the namespace: /proc/PID/root is not needed, /proc/sys follows the reader's
+ * namespace, so another one's is read by a child that joins it (attach.c does the same). */
+static void read_limits(struct doc_ns *ns)
+{
+	long long *dst[] = {&ns->somaxconn, &ns->rmem_max, &ns->wmem_max};
+	const char *names[] = {"net.core.somaxconn", "net.core.rmem_max", "net.core.wmem_max"};
+	for (int k = 0; k < 3; k++)
+		*dst[k] = ns->ours ? st_sysctl_num(names[k], -1) : target_sysctl(ns->pid, names[k]);
+	char buf[128];
+	const char *three[] = {"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"};
+	long long *arr[] = {ns->tcp_mem, ns->rmem, ns->wmem};
+	for (int k = 0; k < 3; k++) {
+		arr[k][0] = arr[k][1] = arr[k][2] = -1;
+		if (st_sysctl_str(three[k], buf, sizeof buf) == 0) /* (tcp_mem is per host anyway) */
+			sscanf(buf, "%lld %lld %lld", &arr[k][0], &arr[k][1], &arr[k][2]);
+	}
+}
+
+static int ns_index(struct doctor *d, int pid)
+{
+	unsigned long long ino = netns_of(pid);
+	for (int k = 0; k < d->nns; k++)
+		if (d->ns[k].ino == ino)
+			return k;
+	if (d->nns == DOC_MAX_NS || !ino)
+		return -1;
+	struct doc_ns *ns = &d->ns[d->nns];
+	memset(ns, 0, sizeof *ns);
+	ns->ino = ino;
+	ns->ours = ino == netns_of(0);
+	ns->pid = ns->ours ? 0 : pid;
+	ns->nl = diag_open(ns->pid);
+	if (ns->nl < 0) {
+		snprintf(ns->error, sizeof ns->error, "its network namespace is not reachable from "
+		         "here: %s (CAP_SYS_ADMIN, or run doctor inside it)", strerror(-ns->nl));
+		ns->nl = -1;
+	}
+	read_limits(ns);
+	return d->nns++;
+}
+
+/* ---- the samples ---- */
+
+struct sample_ctx {
+	struct doctor *d;
+	int ns;
+	int first;                 /* the first sample: listeners are found */
+	const struct holders *hs;  /* who holds what (first sample) */
+	const int *pids;           /* PID targets (NULL: all) */
+	int npids;
+	const unsigned *ports;     /* :PORT targets */
+	int nports;
+	int with_info;
+	long long count;           /* connections in this sample */
+	double t;                  /* when the sample began */
+};
+
+static int wanted(const struct sample_ctx *x, const struct diag_sock *s)
+{
+	if (x->nports) {
+		for (int k = 0; k < x->nports; k++)
+			if (x->ports[k] == s->sport)
+				return 1;
+		if (!x->pids)
+			return 0;
+	}
+	if (!x->pids)
+		return 1;
+	const struct holder *h = holders_find(x->hs, s->inode);
+	for (; h && h < x->hs->h + x->hs->n && h->ino == s->inode; h++)
+		for (int k = 0; k < x->npids; k++)
+			if (h->pid == x->pids[k])
+				return 1;
+	return 0;
+}
+
+static void on_listener(const struct diag_sock *s, void *ctx)
+{
+	struct sample_ctx *x = ctx;
+	struct doctor *d = x->d;
+	struct doc_listener *l = NULL;
+	for (int k = 0; k < d->nl && !l; k++)
+		if (d->l[k].inode == s->inode && d->l[k].ns == x->ns)
+			l = &d->l[k];
+	if (!l) {
+		if (!x->first || d->nl == DOC_MAX_LISTENERS || !wanted(x, s))
+			return;
+		l = &d->l[d->nl++];
+		memset(l, 0, sizeof *l);
+		l->ns = x->ns;
+		l->family = s->family;
+		l->port = s->sport;
+		memcpy(l->addr, s->src, 16);
+		l->inode = s->inode;
+		l->asked = -1;
+		l->nodelay = -1;
+		for (const struct holder *h = holders_find(x->hs, s->inode);
+		     h && h < x->hs->h + x->hs->n && h->ino == s->inode && l->nowners < DOC_MAX_OWNERS; h++) {
+			struct doc_owner *o = &l->owners[l->nowners++];
+			o->pid = h->pid;
+			o->fd = h->fd;
+			comm_of(h->pid, o->comm, sizeof o->comm);
+		}
+	}
+	l->backlog = s->wqueue;
+	l->queue_now = s->rqueue;
+	if (s->rqueue > l->queue_peak)
+		l->queue_peak = s->rqueue;
+	if (s->has_mem) {
+		l->rb = s->mem[MEM_RCVBUF];
+		l->tb = s->mem[MEM_SNDBUF];
+	}
+	l->seen_last = 1;
+}
+
+/* The listener a connection was accepted from: same namespace and port, same address or a
+ * wildcard one (an IPv6 wildcard listener takes IPv4 connections too, as IPv6 sockets). */
+static int listener_of(const struct doctor *d, int ns, const struct diag_sock *s)
+{
+	static const unsigned char zero[16];
+	int wild = -1;
+	for (int k = 0; k < d->nl; k++) {
+		const struct doc_listener *l = &d->l[k];
+		if (l->ns != ns || l->port != s->sport)
+			continue;
+		size_t alen = l->family == AF_INET6 ? 16 : 4;
+		if (l->family == s->family && memcmp(l->addr, s->src, alen) == 0)
+			return k;
+		if (memcmp(l->addr, zero, alen) == 0 && (l->family == AF_INET6 || s->family == AF_INET))
+			wild = k;
+	}
+	return wild;
+}
+
+/* The connection table: open addressing on the socket cookie, the index doubled as it fills */
+static size_t *conn_index;
+static size_t conn_index_cap;
+
+static struct doc_conn *conn_find(struct doctor *d, unsigned long long cookie, int add)
+{
+	if (add && 2 * (d->nc + 1) > conn_index_cap) {
+		size_t cap = conn_index_cap ? 2 * conn_index_cap : 4096;
+		size_t *idx = malloc(cap * sizeof *idx);
+		if (!idx)
+			return NULL;
+		for (size_t k = 0; k < cap; k++)
+			idx[k] = SIZE_MAX;
+		for (size_t k = 0; k < d->nc; k++)
+			for (size_t h = d->c[k].cookie * 0x9e3779b97f4a7c15ull;; h++)
+				if (idx[h & (cap - 1)] == SIZE_MAX) {
+					idx[h & (cap - 1)] = k;
+					break;
+				}
+		free(conn_index);
+		conn_index = idx;
+		conn_index_cap = cap;
+	}
+	if (!conn_index_cap)
+		return NULL;
+	for (size_t h = cookie * 0x9e3779b97f4a7c15ull;; h++) {
+		size_t *slot = &conn_index[h & (conn_index_cap - 1)];
+		if (*slot == SIZE_MAX) {
+			if (!add)
+				return NULL;
+			if (d->nc == d->cap) {
+				size_t cap = d->cap ? 2 * d->cap : 1024;
+				struct doc_conn *c = realloc(d->c, cap * sizeof *c);
+				if (!c)
+					return NULL;
+				d->c = c;
+				d->cap = cap;
+			}
+			*slot = d->nc;
+			struct doc_conn *c = &d->c[d->nc++];
+			memset(c, 0, sizeof *c);
+			c->cookie = cookie;
+			return c;
+		}
+		if (d->c[*slot].cookie == cookie)
+			return &d->c[*slot];
+	}
+}
+
+static void on_conn(const struct diag_sock *s, void *ctx)
+{
+	struct sample_ctx *x = ctx;
+	struct doctor *d = x->d;
+	int l = listener_of(d, x->ns, s);
+	if (l < 0 || !s->info_len)
+		return;
+	x->count++;
+	struct doc_conn *c = conn_find(d, s->cookie, 0);
+	if (!c) {
+		if (d->nc >= MAX_CONNS) {
+			d->conns_dropped++;
+			return;
+		}
+		if (!(c = conn_find(d, s->cookie, 1)))
+			return;
+		c->listener = l;
+		c->inode = s->inode;
+		c->first = *s;
+		c->first_t = x->t;
+		c->from_start = x->first;
+		c->nodelay = -1;
+		d->l[l].conns++;
+	}
+	c->last = *s;
+	c->last_t = x->t;
+	c->samples++;
+	if (s->ti.rtt > c->max_rtt)
+		c->max_rtt = s->ti.rtt;
+	if (s->ti.ato > c->max_ato)
+		c->max_ato = s->ti.ato;
+}
+
+static void sample(struct doctor *d, const struct holders *hs, const int *pids, int npids,
+                   const unsigned *ports, int nports, int first, int conns, int with_info)
+{
+	for (int k = 0; k < d->nns; k++) {
+		if (d->ns[k].nl < 0)
+			continue;
+		struct sample_ctx x = {d, k, first, hs, pids, npids, ports, nports, with_info, 0, 0};
+		double t = now_s();
+		for (int j = 0; j < d->nl; j++)
+			d->l[j].seen_last = d->l[j].ns == k ? 0 : d->l[j].seen_last;
+		diag_dump(d->ns[k].nl, 1u << TS_LISTEN, with_info, on_listener, &x);
+		d->listener_sample_us += (now_s() - t) * 1e6;
+		d->listener_samples++;
+		if (!conns || !d->nl)
+			continue;
+		x.t = t = now_s();
+		diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
+		d->conn_sample_us += (now_s() - t) * 1e6;
+		d->conn_samples++;
+		if (x.count > d->max_conns_in_sample)
+			d->max_conns_in_sample = x.count;
+	}
+}
+
+/* ---- TCP_NODELAY, through a pidfd_getfd copy (needs ptrace access) ---- */
+
+static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t n)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		snprintf(why, n, "pidfd_open %d: %s", pid, strerror(errno));
+		return -2;
+	}
+	int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	int err = errno;
+	close(pidfd);
+	if (copy < 0) {
+		snprintf(why, n, "pidfd_getfd %d: %s%s", pid, strerror(err),
+		         err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
+		return -2;
+	}
+	struct stat sb;
+	long long v = -1;
+	if (fstat(copy, &sb) != 0 || (unsigned long long)sb.st_ino != ino) {
+		snprintf(why, n, "the descriptor now names another socket");
+	} else if (probe_get_int(copy, IPPROTO_TCP, TCP_NODELAY, &v) != 0) {
+		snprintf(why, n, "getsockopt TCP_NODELAY: %s", strerror(errno));
+		v = -2;
+	}
+	close(copy);
+	return v < 0 ? -2 : v != 0;
+}
+
+static void look_at_nodelay(struct doctor *d)
+{
+	int pids[DOC_MAX_LISTENERS * DOC_MAX_OWNERS], npids = 0;
+	for (int k = 0; k < d->nl; k++)
+		for (int o = 0; o < d->l[k].nowners; o++) {
+			int seen = 0;
+			for (int j = 0; j < npids; j++)
+				seen |= pids[j] == d->l[k].owners[o].pid;
+			if (!seen)
+				pids[npids++] = d->l[k].owners[o].pid;
+		}
+	for (int k = 0; k < d->nl; k++) {
+		struct doc_listener *l = &d->l[k];
+		if (!l->nowners) {
+			l->nodelay = -2;
+			snprintf(l->nodelay_why, sizeof l->nodelay_why, "no process here holds it that "
+			         "this user may see");
+			continue;
+		}
+		l->nodelay = nodelay_of(l->owners[0].pid, l->owners[0].fd, l->inode, l->nodelay_why,
+		                        sizeof l->nodelay_why);
+	}
+	if (!npids || !d->nc)
+		return;
+	struct holders hs = {0};
+	holders_scan(&hs, pids, npids); /* the connections accepted since the window began */
+	size_t *worst = malloc(MAX_NODELAY_LOOKS * sizeof *worst);
+	size_t n = worst ? doctor_worst(d, -1, worst, MAX_NODELAY_LOOKS) : 0;
+	for (size_t k = 0; k < n; k++) {
+		struct doc_conn *c = &d->c[worst[k]];
+		const struct holder *h = holders_find(&hs, c->inode);
+		char why[96];
+		if (!h) {
+			c->nodelay = -2; /* closed, or held by a process we may not see */
+			continue;
+		}
+		c->pid = h->pid;
+		c->fd = h->fd;
+		c->nodelay = nodelay_of(h->pid, h->fd, c->inode, why, sizeof why);
+	}
+	free(worst);
+	free(hs.h);
+}
+
+/* ---- the command ---- */
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
+{
+	memset(d, 0, sizeof *d);
+	d->seconds = 5;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+			return CLI_HELP;
+		if (strcmp(a, "--json") == 0) {
+			d->json = 1;
+		} else if (strcmp(a, "--seconds") == 0 || strncmp(a, "--seconds=", 10) == 0) {
+			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+			char *end;
+			double s = v ? strtod(v, &end) : 0;
+			if (!v || end == v || *end || !(s >= 0.1 && s <= 3600))
+				return usage_error(msg, "doctor --seconds %s: a number of seconds, 0.1 to 3600",
+				                   v ? v : "(missing)");
+			d->seconds = s;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error(msg, "doctor: unknown option %s (--seconds N, --json)", a);
+		} else if (d->ntargets == (int)(sizeof d->targets / sizeof *d->targets)) {
+			return usage_error(msg, "doctor: at most %zu targets",
+			                   sizeof d->targets / sizeof *d->targets);
+		} else {
+			char *end;
+			long v = strtol(a[0] == ':' ? a + 1 : a, &end, 10);
+			if (*end || end == a + (a[0] == ':') || v < 1 || v > (a[0] == ':' ? 65535 : INT_MAX))
+				return usage_error(msg, "doctor %s: not a pid or :PORT (:1 to :65535)", a);
+			d->targets[d->ntargets++] = a;
+		}
+	}
+	return CLI_GO;
+}
+
+int doctor_main(struct doctor *d)
+{
+	int pids[64], npids = 0;
+	unsigned ports[64];
+	int nports = 0;
+	for (int k = 0; k < d->ntargets; k++) {
+		const char *a = d->targets[k];
+		if (a[0] == ':')
+			ports[nports++] = (unsigned)strtoul(a + 1, NULL, 10);
+		else
+			pids[npids++] = (int)strtol(a, NULL, 10);
+	}
+	if (ns_index(d, 0) < 0 && !npids) {
+		fprintf(stderr, "socktune: doctor: cannot read this network namespace\n");
+		return 3;
+	}
+	for (int k = 0; k < npids; k++) {
+		if (kill(pids[k], 0) != 0 && errno == ESRCH) {
+			fprintf(stderr, "socktune: doctor %d: no such process\n", pids[k]);
+			return 3;
+		}
+		ns_index(d, pids[k]);
+	}
+	for (int k = 0; k < d->nns; k++) {
+		if (d->ns[k].nl < 0)
+			fprintf(stderr, "socktune: doctor: %s\n", d->ns[k].error);
+		read_counters(&d->ns[k], d->ns[k].start);
+	}
+	struct holders hs = {0};
+	holders_scan(&hs, npids ? pids : NULL, npids);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	double t0 = now_s(), end = t0 + d->seconds;
+	sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1);
+	for (long tick = 1; !interrupted && now_s() < end && tick < 1000000; tick++) {
+		double next = t0 + (double)tick * TICK_MS / 1000.0, wait = next - now_s();
+		if (wait > 0) {
+			struct timespec ts = {0, (long)(wait * 1e9)};
+			nanosleep(&ts, NULL);
+		}
+		sample(d, &hs, NULL, 0, NULL, 0, 0, tick % CONN_EVERY == 0, 0);
+	}
+	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
+	d->elapsed_s = now_s() - t0;
+	for (int k = 0; k < d->nns; k++)
+		read_counters(&d->ns[k], d->ns[k].end);
+	free(hs.h);
+	if (d->listener_samples)
+		d->listener_sample_us /= (double)d->listener_samples;
+	if (d->conn_samples)
+		d->conn_sample_us /= (double)d->conn_samples;
+	look_at_nodelay(d);
+	if (npids && !d->nl)
+		fprintf(stderr, "socktune: doctor: no TCP listener of the processes given\n");
+	if (nports && !d->nl)
+		fprintf(stderr, "socktune: doctor: no TCP listener on the ports given\n");
+	static struct doc_findings fs;
+	doctor_findings(d, &fs);
+	if (d->json)
+		doctor_print_json(stdout, d, &fs);
+	else
+		doctor_print_text(stdout, d, &fs);
+	if (fflush(stdout) != 0)
+		return 3;
+	return (npids || nports) && !d->nl ? 3 : fs.n ? 1 : 0;
+}
