@@ -2,8 +2,8 @@
  * running server, and the connections on them, for a few seconds, changing nothing; then say
  * which setting cures what was seen (findings.c), with the numbers.
  *
- * The window: the listeners' accept queues sampled every 20 ms through sock_diag (a burst
- * that fills a queue lasts tens of milliseconds); the connections, with their tcp_info, every
+ * The window: the listeners' accept queues sampled every 20 ms through sock_diag, every 5 ms
+ * while one is not empty (a burst that fills a queue lasts tens of milliseconds); the connections, with their tcp_info, every
  * 200 ms; the namespace's TcpExt counters at both ends.  At the end, with ptrace access,
  * TCP_NODELAY read on a pidfd_getfd copy of each listener and of the worst connections:
  * sock_diag does not report it. */
@@ -32,7 +32,8 @@
 #endif
 
 #define TICK_MS 20           /* listener samples: 50 a second */
-#define CONN_EVERY 10        /* ... and every 10th tick a connection sample */
+#define BUSY_TICK_MS 5       /* ... 200 while an accept queue holds connections */
+#define CONN_EVERY_MS 200    /* connection samples */
 #define MAX_CONNS 200000     /* connections followed over the window */
 #define MAX_NODELAY_LOOKS 256
 #define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
@@ -48,118 +49,6 @@ static double now_s(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* ---- which process holds which socket: /proc/PID/fd, sorted by inode ---- */
-
-struct holder {
-	unsigned long long ino;
-	int pid, fd;
-};
-struct holders {
-	struct holder *h;
-	size_t n, cap;
-};
-
-static void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
-{
-	if (hs->n == hs->cap) {
-		size_t cap = hs->cap ? 2 * hs->cap : 4096;
-		struct holder *h = cap < (1u << 26) ? realloc(hs->h, cap * sizeof *h) : NULL;
-		if (!h)
-			return;
-		hs->h = h;
-		hs->cap = cap;
-	}
-	hs->h[hs->n++] = (struct holder){ino, pid, fd};
-}
-
-static void scan_pid(struct holders *hs, int pid)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fd", pid);
-	DIR *d = opendir(path);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		char *end, link[64], lpath[96];
-		long fd = strtol(e->d_name, &end, 10);
-		unsigned long long ino;
-		if (*end || end == e->d_name)
-			continue;
-		snprintf(lpath, sizeof lpath, "%s/%ld", path, fd);
-		ssize_t n = readlink(lpath, link, sizeof link - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		if (sscanf(link, "socket:[%llu]", &ino) == 1)
-			holders_add(hs, ino, pid, (int)fd);
-	}
-	if (d)
-		closedir(d);
-}
-
-static int by_ino(const void *a, const void *b)
-{
-	const struct holder *x = a, *y = b;
-	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->pid - y->pid;
-}
-
-/* pids: the processes to look at (NULL: every one this user may see) */
-static void holders_scan(struct holders *hs, const int *pids, int npids)
-{
-	hs->n = 0;
-	if (pids) {
-		for (int k = 0; k < npids; k++)
-			scan_pid(hs, pids[k]);
-	} else {
-		DIR *proc = opendir("/proc");
-		for (struct dirent *e; proc && (e = readdir(proc));) {
-			char *end;
-			long pid = strtol(e->d_name, &end, 10);
-			if (!*end && end != e->d_name && pid > 0 && pid <= INT_MAX)
-				scan_pid(hs, (int)pid);
-		}
-		if (proc)
-			closedir(proc);
-	}
-	if (hs->n)
-		qsort(hs->h, hs->n, sizeof *hs->h, by_ino);
-}
-
-/* The first holder of ino, or NULL; the others follow it. */
-static const struct holder *holders_find(const struct holders *hs, unsigned long long ino)
-{
-	size_t lo = 0, hi = hs->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (hs->h[mid].ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < hs->n && hs->h[lo].ino == ino ? &hs->h[lo] : NULL;
-}
-
-static void comm_of(int pid, char *out, size_t n)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/comm", pid);
-	FILE *f = fopen(path, "re");
-	out[0] = '\0';
-	if (f && fgets(out, (int)n, f))
-		out[strcspn(out, "\n")] = '\0';
-	if (f)
-		fclose(f);
-}
-
-static unsigned long long netns_of(int pid)
-{
-	char path[64];
-	struct stat sb;
-	if (pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-	else
-		snprintf(path, sizeof path, "/proc/self/ns/net");
-	return stat(path, &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
 }
 
 /* ---- a namespace's counters and limits ---- */
@@ -309,6 +198,9 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 	if (s->has_mem) {
 		l->rb = s->mem[MEM_RCVBUF];
 		l->tb = s->mem[MEM_SNDBUF];
+		if (x->first)
+			l->drops_first = s->mem[MEM_DROPS];
+		l->drops_last = s->mem[MEM_DROPS];
 	}
 	l->seen_last = 1;
 }
@@ -589,13 +481,19 @@ int doctor_main(struct doctor *d)
 	signal(SIGPIPE, SIG_IGN);
 	double t0 = now_s(), end = t0 + d->seconds;
 	sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1);
-	for (long tick = 1; !interrupted && now_s() < end && tick < 1000000; tick++) {
-		double next = t0 + (double)tick * TICK_MS / 1000.0, wait = next - now_s();
-		if (wait > 0) {
-			struct timespec ts = {0, (long)(wait * 1e9)};
-			nanosleep(&ts, NULL);
-		}
-		sample(d, &hs, NULL, 0, NULL, 0, 0, tick % CONN_EVERY == 0, 0);
+	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
+	 * and drains one in tens of milliseconds); the connections every 200 ms */
+	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
+	for (long n = 0; !interrupted && now_s() < end && n < 10000000; n++) {
+		int busy = 0;
+		for (int k = 0; k < d->nl; k++)
+			busy |= d->l[k].queue_now > 0;
+		struct timespec ts = {0, (busy ? BUSY_TICK_MS : TICK_MS) * 1000000L};
+		nanosleep(&ts, NULL);
+		int conns = now_s() >= next_conn;
+		if (conns)
+			next_conn += CONN_EVERY_MS / 1000.0;
+		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
 	}
 	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
 	d->elapsed_s = now_s() - t0;

@@ -64,6 +64,23 @@ int diag_open(int pid);
 /* "127.0.0.1:8080", "[::1]:8080" */
 void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n);
 
+/* ---- holders.c: which process holds which socket ---- */
+
+struct holder {
+	unsigned long long ino;
+	int pid, fd;
+};
+struct holders {
+	struct holder *h;
+	size_t n, cap;
+};
+/* The socket descriptors of pids (NULL: of every process this user may see), by inode */
+void holders_scan(struct holders *hs, const int *pids, int npids);
+/* The first holder of ino, or NULL; the others follow it. */
+const struct holder *holders_find(const struct holders *hs, unsigned long long ino);
+void comm_of(int pid, char *out, size_t n);
+unsigned long long netns_of(int pid); /* the inode of its network namespace; 0: ours */
+
 /* ---- doctor.c: the window's samples ---- */
 
 #define DOC_MAX_NS 16
@@ -99,6 +116,9 @@ struct doc_listener {
 	unsigned backlog, queue_now, queue_peak;
 	long long asked;           /* the backlog the application asked, -1 unknown */
 	uint32_t rb, tb;
+	/* connection attempts it dropped (its sk_drops: the kernel counts each ListenDrops on
+	 * the listener too), at the first and the last sample */
+	uint32_t drops_first, drops_last;
 	int nodelay;               /* 1, 0, -1 not looked at, -2 could not look */
 	char nodelay_why[96];
 	struct doc_owner owners[DOC_MAX_OWNERS];

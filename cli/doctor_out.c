@@ -106,9 +106,9 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 			fprintf(f, "%s%d (%s)", o ? ", " : " pid ", l->owners[o].pid, l->owners[o].comm);
 		if (!l->nowners)
 			fprintf(f, " (holder not visible to this user)");
-		fprintf(f, "\n    backlog %u, accept queue now %u, peak %u; rb %u, tb %u; nodelay %s; "
-		        "%lld connections seen\n", l->backlog, l->queue_now, l->queue_peak, l->rb, l->tb,
-		        nodelay_text(l->nodelay), l->conns);
+		fprintf(f, "\n    backlog %u, accept queue now %u, peak %u, dropped %u; rb %u, tb %u; "
+		        "nodelay %s; %lld connections seen\n", l->backlog, l->queue_now, l->queue_peak,
+		        l->drops_last - l->drops_first, l->rb, l->tb, nodelay_text(l->nodelay), l->conns);
 		if (l->nodelay < -1)
 			fprintf(f, "    (nodelay: %s)\n", l->nodelay_why);
 	}
@@ -228,8 +228,9 @@ static void listener_json(FILE *f, const struct doctor *d, const struct doc_list
 	fprintf(f, "], \"address\": ");
 	st_json_str(f, addr);
 	fprintf(f, ", \"port\": %u, \"backlog\": %u, \"asked\": null, \"somaxconn\": %lld, "
-	        "\"queue_now\": %u, \"queue_peak\": %u, \"rb\": %u, \"tb\": %u, \"nodelay\": ",
-	        l->port, l->backlog, ns->somaxconn, l->queue_now, l->queue_peak, l->rb, l->tb);
+	        "\"queue_now\": %u, \"queue_peak\": %u, \"dropped\": %u, \"rb\": %u, \"tb\": %u, "
+	        "\"nodelay\": ", l->port, l->backlog, ns->somaxconn, l->queue_now, l->queue_peak,
+	        l->drops_last - l->drops_first, l->rb, l->tb);
 	nodelay_json(f, l->nodelay);
 	if (l->nodelay < -1) {
 		fprintf(f, ", \"nodelay_why\": ");

@@ -141,18 +141,20 @@ static void listener_evidence(struct doc_finding *f, const struct doctor *d, int
 	say(f->evidence, sizeof f->evidence, "listener=%s backlog=%u", addr, L->backlog);
 }
 
-/* The accept queue: full during the window while the namespace counted SYNs it dropped. */
+/* The accept queue: the listener dropped connection attempts while the namespace counted
+ * overflows, or it was seen full while it did. */
 static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
 		const struct doc_ns *ns = &d->ns[L->ns];
 		long long ov = delta(ns, C_LISTEN_OVERFLOWS), drops = delta(ns, C_LISTEN_DROPS);
+		long long mine = (long long)L->drops_last - L->drops_first;
 		int full = L->queue_peak >= L->backlog, half = 2 * L->queue_peak >= L->backlog;
 		int others = 0; /* other listeners of the namespace seen near full */
 		for (int k = 0; k < d->nl; k++)
 			others += k != l && d->l[k].ns == L->ns && 2 * d->l[k].queue_peak >= d->l[k].backlog;
-		const char *sure = full ? "high" : half && !others ? "medium" : NULL;
+		const char *sure = mine > 0 || full ? "high" : half && !others ? "medium" : NULL;
 		if (ov <= 0 || !sure)
 			continue;
 		struct doc_finding *f = add(fs, "accept-queue-overflow", SEV_CRITICAL, sure, d, l);
@@ -162,9 +164,9 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 		         "kernel dropped connection attempts: clients wait 1 s, 3 s, 7 s to retry",
 		         L->backlog);
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " queue_peak=%u ListenOverflows=+%lld "
+		say(f->evidence, sizeof f->evidence, " queue_peak=%u dropped=+%lld ListenOverflows=+%lld "
 		    "ListenDrops=+%lld TCPSynRetrans=+%lld window_s=%.1f somaxconn=%lld", L->queue_peak,
-		    ov, drops, delta(ns, C_SYN_RETRANS), d->elapsed_s, ns->somaxconn);
+		    mine, ov, drops, delta(ns, C_SYN_RETRANS), d->elapsed_s, ns->somaxconn);
 		char pre[64], flags[32];
 		in_ns(d, l, pre, sizeof pre);
 		if (ns->somaxconn >= 0 && ns->somaxconn < BACKLOG_CURE)

@@ -1,0 +1,111 @@
+/* Which process holds which socket: /proc/PID/fd read once, sorted by inode, so each of
+ * thousands of sockets finds its holders by a binary search.  (doctor's; attach walks one
+ * process's descriptors itself, taking a copy of each.) */
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "doctor.h"
+
+static void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
+{
+	if (hs->n == hs->cap) {
+		size_t cap = hs->cap ? 2 * hs->cap : 4096;
+		struct holder *h = cap < (1u << 26) ? realloc(hs->h, cap * sizeof *h) : NULL;
+		if (!h)
+			return;
+		hs->h = h;
+		hs->cap = cap;
+	}
+	hs->h[hs->n++] = (struct holder){ino, pid, fd};
+}
+
+static void scan_pid(struct holders *hs, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end, link[64], lpath[96];
+		long fd = strtol(e->d_name, &end, 10);
+		unsigned long long ino;
+		if (*end || end == e->d_name)
+			continue;
+		snprintf(lpath, sizeof lpath, "%s/%ld", path, fd);
+		ssize_t n = readlink(lpath, link, sizeof link - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%llu]", &ino) == 1)
+			holders_add(hs, ino, pid, (int)fd);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct holder *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->pid - y->pid;
+}
+
+void holders_scan(struct holders *hs, const int *pids, int npids)
+{
+	hs->n = 0;
+	if (pids) {
+		for (int k = 0; k < npids; k++)
+			scan_pid(hs, pids[k]);
+	} else {
+		DIR *proc = opendir("/proc");
+		for (struct dirent *e; proc && (e = readdir(proc));) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (!*end && end != e->d_name && pid > 0 && pid <= INT_MAX)
+				scan_pid(hs, (int)pid);
+		}
+		if (proc)
+			closedir(proc);
+	}
+	if (hs->n)
+		qsort(hs->h, hs->n, sizeof *hs->h, by_ino);
+}
+
+const struct holder *holders_find(const struct holders *hs, unsigned long long ino)
+{
+	size_t lo = 0, hi = hs->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (hs->h[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < hs->n && hs->h[lo].ino == ino ? &hs->h[lo] : NULL;
+}
+
+void comm_of(int pid, char *out, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", pid);
+	FILE *f = fopen(path, "re");
+	out[0] = '\0';
+	if (f && fgets(out, (int)n, f))
+		out[strcspn(out, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+unsigned long long netns_of(int pid)
+{
+	char path[64];
+	struct stat sb;
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/ns/net");
+	return stat(path, &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
+}
+
