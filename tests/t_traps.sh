@@ -1,0 +1,84 @@
+#!/bin/sh
+# What a first try at the command runs into, each refused or corrected with a message that
+# says what to do: a flag followed by a boolean word, a negative number, a misspelt option
+# or variable, an algorithm the kernel does not have, the --help columns.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cli.sh"
+
+# refused NAME "text the one line must contain" CMD...: status 2, one line on stderr with
+# the text, and the marker file the program would have made absent.
+refused() {
+	_rn=$1 _rw=$2
+	shift 2
+	rm -f "$TMP/marker"
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	_rc=$?
+	if [ $_rc -ne 2 ]; then
+		fail "$_rn" "status $_rc, want 2: $(cat "$TMP/err")"
+	elif [ -e "$TMP/marker" ]; then
+		fail "$_rn" "the program was started"
+	elif [ "$(wc -l <"$TMP/err")" -ne 1 ]; then
+		fail "$_rn" "want one line on stderr: $(tr '\n' '|' <"$TMP/err")"
+	elif ! grep -qF -- "$_rw" "$TMP/err"; then
+		fail "$_rn" "message lacks '$_rw': $(cat "$TMP/err")"
+	else
+		pass "$_rn"
+	fi
+}
+
+# ---- a flag followed by a boolean word: that word would be the program
+refused flag_word_dashdash "socktune: --nodelay 1: '1' would be the program; a flag takes its value after '=': --nodelay=1, or just --nodelay" \
+	"$CMD" --nodelay 1 -- "$PROBE" touch "$TMP/marker"
+refused flag_word_true "--nodelay=true, or just --nodelay" \
+	"$CMD" --nodelay true -- "$PROBE" touch "$TMP/marker"
+refused flag_word_yes "'yes' would be the program" "$CMD" --nodelay yes -- echo hi
+refused flag_word_args "--quickack=on, or just --quickack" \
+	"$CMD" --quickack on "$PROBE" touch "$TMP/marker"
+refused flag_word_false "--nodelay=off, or just --no-nodelay" "$CMD" --nodelay off
+refused flag_word_alone "'1' would be the program" "$CMD" --nodelay 1
+refused flag_word_negated "--no-nodelay takes no value" "$CMD" --no-nodelay 0 -- "$PROBE" touch "$TMP/marker"
+refused flag_word_check "'1' would be an argument (check takes none)" "$CMD" check --nodelay 1
+# what still runs: the value after '=', and a program named true with no arguments
+out=$("$CMD" --nodelay=1 -- "$PROBE" env SOCKTUNE_NODELAY 2>&1)
+check flag_word_equals "got '$out'" "$out" = SOCKTUNE_NODELAY=1
+"$CMD" --nodelay true 2>"$TMP/err"
+check flag_word_program_true "status $?: $(cat "$TMP/err")" $? -eq 0 -a ! -s "$TMP/err"
+
+# ---- a negative number is out of range, and says the range (options and environment:
+# one parser, one message)
+refused range_option "socktune: --backlog -1: out of range (1..2147483647)" "$CMD" --backlog=-1 -- "$PROBE" touch "$TMP/marker"
+refused range_option_sep "--backlog -1: out of range (1..2147483647)" "$CMD" --backlog -1 -- "$PROBE" touch "$TMP/marker"
+refused range_size "--rcvbuf -16M: out of range (1..1073741824 bytes)" "$CMD" --rcvbuf=-16M -- true
+refused range_usec "--delack-max -5ms: out of range (1001us..200000us" "$CMD" --delack-max=-5ms -- true
+refused range_env "socktune: SOCKTUNE_BACKLOG=-1: out of range (1..2147483647)" env SOCKTUNE_BACKLOG=-1 "$CMD" -- "$PROBE" touch "$TMP/marker"
+refused range_not_number "--backlog -1x: not a whole number" "$CMD" --backlog=-1x -- true
+ts_serve range_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=-1 -- -4 || true
+l=$(grep 'event=config' "$TMP/range_lib.err")
+check range_library "config line: $l" -n "$(printf '%s' "$l" | grep -F 'var=SOCKTUNE_BACKLOG value="-1" error="out of range (1..2147483647)"')"
+
+# ---- did you mean: options and variables, one edit distance for both
+refused suggest_option "socktune: unknown option --nodeley (did you mean --nodelay? see socktune --help)" \
+	"$CMD" --nodeley -- "$PROBE" touch "$TMP/marker"
+refused suggest_negated "unknown option --no-nodeley (did you mean --no-nodelay?" "$CMD" --no-nodeley -- true
+refused suggest_none "unknown option --frobnicate (see socktune --help)" "$CMD" --frobnicate -- true
+refused suggest_env "socktune: SOCKTUNE_NODELEY=1: unknown variable (did you mean SOCKTUNE_NODELAY?)" \
+	env SOCKTUNE_NODELEY=1 "$CMD" -- "$PROBE" touch "$TMP/marker"
+# the library: one line, on stderr (never stdout), through its log
+ts_serve suggest_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_NODELEY=1 -- -4 || true
+l=$(grep 'event=config' "$TMP/suggest_lib.err")
+check suggest_library "config lines: $l" "$(printf '%s\n' "$l" | grep -c .)" -eq 1 -a \
+	-n "$(printf '%s' "$l" | grep -F 'level=warn event=config var=SOCKTUNE_NODELEY value="1" error="unknown variable (did you mean SOCKTUNE_NODELAY?)"')" -a \
+	-z "$(grep socktune "$TMP/suggest_lib.out")"
+
+# ---- --help: a name never runs into its description
+"$CMD" --help >"$TMP/help"
+# an option line is two blanks, the option (and one argument word), then either the end of
+# the line or two blanks at least before the text
+bad=$(grep '^  -' "$TMP/help" | grep -v '^  \(-[^ ]*\)\( [^ ][^ ]*\)\{0,1\}\(  .*\)\{0,1\}$')
+check help_columns "lines that run into their text: $bad" -z "$bad" -a "$(grep -c '^  --' "$TMP/help")" -ge 40
+ka=$(grep -A1 -- '^  --keepalive' "$TMP/help" | tr '\n' '|')
+check help_keepalive "got: $ka" -n "$(printf '%s' "$ka" | grep '^  --keepalive on|IDLE:INTVL:CNT|  *SO_KEEPALIVE')"
+# the self-test: the old line is caught
+check help_columns_selftest "the check missed a name run into its text" \
+	"$(printf '  --keepalive on|IDLE:INTVL:CNT SO_KEEPALIVE, with\n' |
+		grep -vc '^  \(-[^ ]*\)\( [^ ][^ ]*\)\{0,1\}\(  .*\)\{0,1\}$')" -eq 1
