@@ -45,6 +45,8 @@ enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg
 /* ---- run.c, inspect.c: socktune PROGRAM ---- */
 
 int run_main(const struct cli *c, const struct st_policy *p, const char *argv0);
+/* 1, with the one line said, when the congestion control asked for is missing here. */
+int congestion_missing(const struct cli *c, const struct st_policy *p);
 
 /* What inspect_program finds in the file: each a reason LD_PRELOAD does not reach it. */
 enum { P_STATIC = 1, P_GO = 2, P_SETID = 4, P_CAPS = 8 };

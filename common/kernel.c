@@ -69,19 +69,27 @@ int st_has_word(const char *list, const char *word)
 	return 0;
 }
 
-void st_why_congestion(const char *name, const char *available, const char *allowed, char *why,
-                       size_t wn, char *fix, size_t fn)
+const char *st_why_congestion(const char *name, const char *available, const char *allowed,
+                              int module, char *why, size_t wn, char *fix, size_t fn)
 {
-	if (!st_has_word(available, name)) {
-		/* built as a module, it is loaded on first use by a program with CAP_NET_ADMIN */
-		snprintf(why, wn, "not available (net.ipv4.tcp_available_congestion_control=%s)",
-		         available);
-		snprintf(fix, fn, "modprobe tcp_%s", name);
-	} else {
+	if (st_has_word(available, name)) {
 		snprintf(why, wn, "not allowed (net.ipv4.tcp_allowed_congestion_control=%s)", allowed);
 		snprintf(fix, fn, "sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\", or "
 		         "CAP_NET_ADMIN", allowed, name);
+		return "not-allowed";
 	}
+	if (module) {
+		/* a module: loaded on first use by a program with CAP_NET_ADMIN */
+		snprintf(why, wn, "not loaded (net.ipv4.tcp_available_congestion_control=%s; the "
+		         "module tcp_%s is installed)", available, name);
+		snprintf(fix, fn, "modprobe tcp_%s, or CAP_NET_ADMIN (the kernel then loads it)", name);
+		return "not-loaded";
+	}
+	/* neither built in nor a module: no list of allowed names can help */
+	snprintf(why, wn, "missing: this kernel has no %s, built in or as a module (available: %s)",
+	         name, available);
+	snprintf(fix, fn, "use one of the available: %s", available);
+	return "missing";
 }
 
 void st_fix_denied(int i, char *fix, size_t n)

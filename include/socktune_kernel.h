@@ -29,10 +29,13 @@ void st_fix_somaxconn(long long want, char *fix, size_t n);
 int st_fastopen_server_on(long long tcp_fastopen);
 void st_fix_fastopen(long long tcp_fastopen, char *fix, size_t n);
 
-/* A congestion control name the kernel refused: why (not available, or not allowed for
- * programs without CAP_NET_ADMIN) and the fix, from the two lists of the host. */
-void st_why_congestion(const char *name, const char *available, const char *allowed, char *why,
-                       size_t wn, char *fix, size_t fn);
+/* A congestion control name the kernel refused, from the two lists of the host and module
+ * (st_congestion_module: whether tcp_NAME.ko is installed): why and the fix.  Returns the
+ * reason in a word: "not-allowed" (available, but a program without CAP_NET_ADMIN may not
+ * choose it), "not-loaded" (a module: modprobe, or CAP_NET_ADMIN loads it), "missing"
+ * (neither: the fix lists the available ones, never the allowed list). */
+const char *st_why_congestion(const char *name, const char *available, const char *allowed,
+                              int module, char *why, size_t wn, char *fix, size_t fn);
 
 /* Option i refused with EPERM: the capability it needs. */
 void st_fix_denied(int i, char *fix, size_t n);

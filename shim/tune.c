@@ -22,11 +22,12 @@ __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
 	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
 	const char *name = st_opt_name(&st_policy, ST_V_CONGESTION);
-	st_why_congestion(name, avail, allowed, why, sizeof why, fix, sizeof fix);
+	const char *reason = st_why_congestion(name, avail, allowed, st_congestion_module(name), why,
+	                                       sizeof why, fix, sizeof fix);
 	st_log(ST_LOG_WARN,
 	       "event=setsockopt option=congestion fd=%d want=%s error=\"setsockopt TCP_CONGESTION: "
-	       "%s\" available=\"%s\" allowed=\"%s\" fix=\"%s\"",
-	       fd, name, strerror(err), avail, allowed, fix);
+	       "%s\" reason=%s available=\"%s\" allowed=\"%s\" fix=\"%s\"",
+	       fd, name, strerror(err), reason, avail, allowed, fix);
 }
 
 __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, long long eff, const char *dry)

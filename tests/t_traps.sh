@@ -82,3 +82,29 @@ check help_keepalive "got: $ka" -n "$(printf '%s' "$ka" | grep '^  --keepalive o
 check help_columns_selftest "the check missed a name run into its text" \
 	"$(printf '  --keepalive on|IDLE:INTVL:CNT SO_KEEPALIVE, with\n' |
 		grep -vc '^  \(-[^ ]*\)\( [^ ][^ ]*\)\{0,1\}\(  .*\)\{0,1\}$')" -eq 1
+
+# ---- a congestion control the kernel does not have: refused before anything runs, and
+# called missing (not "add it to the allowed list")
+avail=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)
+if [ -n "$avail" ]; then
+	refused congestion_option "socktune: --congestion nosuchcc: missing: this kernel has no nosuchcc, built in or as a module (available: $avail)" \
+		"$CMD" --congestion nosuchcc -- "$PROBE" touch "$TMP/marker"
+	refused congestion_env "socktune: SOCKTUNE_CONGESTION=nosuchcc: missing:" \
+		env SOCKTUNE_CONGESTION=nosuchcc "$CMD" -- "$PROBE" touch "$TMP/marker"
+	refused congestion_attach_mode "--congestion nosuchcc: missing:" \
+		"$CMD" --attach --congestion nosuchcc -- "$PROBE" touch "$TMP/marker"
+	first=${avail%% *}
+	out=$("$CMD" --congestion "$first" -- "$PROBE" env SOCKTUNE_CONGESTION 2>&1)
+	check congestion_available_runs "--congestion $first: $out" "$out" = "SOCKTUNE_CONGESTION=$first"
+	# the library (a program started without the command) and check: missing, the available
+	# list, no allowed list in the fix
+	ts_serve congestion_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_CONGESTION=nosuchcc -- -4 || true
+	l=$(log_line congestion_lib setsockopt)
+	check congestion_library "line: $l" -n "$(printf '%s' "$l" | grep -F 'reason=missing')" -a \
+		"$(field "$l" fix | grep -c allowed)" -eq 0 -a \
+		-n "$(printf '%s' "$l" | grep -F "fix=\"use one of the available: $avail\"")"
+	r=$("$CMD" check --json --congestion nosuchcc | json_get - options.0.reason)
+	check congestion_check "reason: $r" "$r" = "missing: this kernel has no nosuchcc, built in or as a module (available: $avail)"
+else
+	skip congestion_option "no net.ipv4.tcp_available_congestion_control here"
+fi
