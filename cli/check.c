@@ -85,7 +85,7 @@ static void check_buffer(struct verdict *v, const struct st_policy *p, const str
 	v->status = force ? V_FALLBACK : V_CLAMPED;
 	snprintf(v->why, sizeof v->why, "clamped by %s=%lld%s", limit, max,
 	         force ? " (SO_RCVBUFFORCE needs CAP_NET_ADMIN, not held: SO_RCVBUF fallback)" : "");
-	st_fix_limit(v->id, want, v->fix, sizeof v->fix);
+	st_fix_limit(v->id, want, h->cap_net_admin, force, v->fix, sizeof v->fix);
 }
 
 /* A backlog floor or replacement: listen() with it, and compare. */

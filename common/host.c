@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -177,4 +178,13 @@ int st_congestion_module(const char *name)
 			return 1;
 	}
 	return 0;
+}
+
+int st_cap_effective(int cap)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &hdr, data) != 0)
+		return -1;
+	return (int)(data[cap / 32].effective >> (cap % 32) & 1);
 }

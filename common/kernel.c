@@ -31,14 +31,21 @@ int st_short_of(int i, long long want, long long got)
 	return got != want;
 }
 
-void st_fix_limit(int i, long long want, char *fix, size_t n)
+void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n)
 {
 	const char *limit = st_sockopts[i].limit ? st_sockopts[i].limit : "?";
-	if (i == ST_V_RCVBUF)
-		snprintf(fix, n, "sysctl -w %s=%lld, or CAP_NET_ADMIN with %s=1 (--%s)", limit, want,
-		         st_vars[ST_V_RCVBUF_FORCE].env, st_vars[ST_V_RCVBUF_FORCE].option);
-	else
+	const struct st_var *force = &st_vars[ST_V_RCVBUF_FORCE];
+	if (i != ST_V_RCVBUF)
 		snprintf(fix, n, "sysctl -w %s=%lld", limit, want);
+	else if (forced) /* asked for SO_RCVBUFFORCE, refused: only the capability is missing */
+		snprintf(fix, n, "sysctl -w %s=%lld, or grant CAP_NET_ADMIN (for %s=1)", limit, want,
+		         force->env);
+	else if (cap_net_admin == 1) /* held: SO_RCVBUFFORCE would go past the limit now */
+		snprintf(fix, n, "sysctl -w %s=%lld, or add --%s (%s=1; CAP_NET_ADMIN is held)", limit,
+		         want, force->option, force->env);
+	else
+		snprintf(fix, n, "sysctl -w %s=%lld, or CAP_NET_ADMIN with %s=1 (--%s)", limit, want,
+		         force->env, force->option);
 }
 
 void st_fix_somaxconn(long long want, char *fix, size_t n)

@@ -19,8 +19,10 @@ long long st_expect(int i, long long want, int forced, long long limit_value);
 int st_short_of(int i, long long want, long long got);
 
 /* The fix for option i capped by its sysctl (a buffer): "sysctl -w net.core.rmem_max=N",
- * for the receive buffer also how to go past it. */
-void st_fix_limit(int i, long long want, char *fix, size_t n);
+ * for the receive buffer also how to go past it, as fits the capabilities present
+ * (cap_net_admin: 1 held, 0 not, -1 unknown; forced: SO_RCVBUFFORCE was asked for): with
+ * CAP_NET_ADMIN held, add --rcvbuf-force; asked for and refused, grant CAP_NET_ADMIN. */
+void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n);
 
 /* A backlog cut by net.core.somaxconn. */
 void st_fix_somaxconn(long long want, char *fix, size_t n);

@@ -35,7 +35,8 @@ __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, 
 	const struct st_sockopt *o = &st_sockopts[i];
 	long long max = st_sysctl_num(o->limit, -1);
 	char fix[200];
-	st_fix_limit(i, want, fix, sizeof fix);
+	st_fix_limit(i, want, st_cap_effective(ST_CAP_NET_ADMIN),
+	             i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE), fix, sizeof fix);
 	st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%lld limit=%s:%lld fix=\"%s\"%s",
 	       ST_KEY(i), fd, want, eff, o->limit, max, fix, dry);
 }
