@@ -47,7 +47,7 @@ enum st_type {
 	  "SO_RCVBUF on listeners, set before listen() so the window scale matches", \
 	  SOCK(SOL_SOCKET, SO_RCVBUF, ST_O_BUFFER | ST_O_CLIENT, "net.core.rmem_max", NULL)) \
 	X(RCVBUF_FORCE, "RCVBUF_FORCE", "rcvbuf-force", ST_T_BOOL, 0, 1, "", "off",                  \
-	  "try SO_RCVBUFFORCE first (needs CAP_NET_ADMIN; ignores net.core.rmem_max)", \
+	  "try SO_RCVBUFFORCE first (CAP_NET_ADMIN, ignores net.core.rmem_max)", \
 	  NOSOCK) \
 	X(SNDBUF, "SNDBUF", "sndbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
 	  "SO_SNDBUF on listeners (clamped by net.core.wmem_max)", \

@@ -108,3 +108,22 @@ if [ -n "$avail" ]; then
 else
 	skip congestion_option "no net.ipv4.tcp_available_congestion_control here"
 fi
+
+# ---- the capability SO_MARK and IP_TRANSPARENT need, measured: each of CAP_NET_ADMIN and
+# CAP_NET_RAW alone is enough (the table's "CAP_NET_ADMIN or CAP_NET_RAW", the one text of
+# --help and the docs: t_docs), none is not (t_options, t_fix_same)
+for cap in net_raw net_admin; do
+	only="--inh-caps=-all --bounding-set=-all,+$cap"
+	# shellcheck disable=SC2086 # the setpriv options are split on purpose
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv $only true 2>/dev/null; then
+		(
+			export SOCKTUNE_MARK=7 SOCKTUNE_TRANSPARENT=1
+			SRV_WRAP="setpriv $only" opt_serve "only_$cap" 4 1 --read tr=0:19
+		)
+		m=$(json_get "$TMP/only_$cap.out" mark 2) t=$(json_get "$TMP/only_$cap.out" tr 2)
+		check "capability_only_$cap" "mark '$m' transparent '$t' (want 7, 1): $(cat "$TMP/only_$cap.err")" \
+			"$m" = 7 -a "$t" = 1 -a -z "$(grep 'option=mark\|option=transparent' "$TMP/only_$cap.err")"
+	else
+		skip "capability_only_$cap" "not root, or setpriv cannot keep only CAP_${cap} here"
+	fi
+done
