@@ -253,9 +253,11 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		if (!rq.dry && want != before)
 			syscall(SYS_listen, copy, want);
 		int after = st_listen_backlog(&cli_raw_ops, copy);
+		/* a dry run: effective is what the target's somaxconn would leave of want */
 		o += (size_t)snprintf(keys + o, sizeof keys - o,
-		                      " backlog.before=%d backlog.want=%d backlog.effective=%d", before,
-		                      want, rq.dry ? before : after);
+		                      " backlog.before=%d backlog.want=%d backlog.effective=%lld", before,
+		                      want, rq.dry ? st_dry_backlog(want, target_sysctl(pid,
+		                      "net.core.somaxconn")) : after);
 		if (!rq.dry && after < want) {
 			char fix[96], lim[80];
 			st_fix_somaxconn(want, fix, sizeof fix);

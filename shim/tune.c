@@ -104,11 +104,11 @@ static void explain(int fd, int family, int i, const struct st_outcome *o, const
 	if (!(so->flags & ST_O_BUFFER))
 		return;
 	if (*dry) {
-		/* predict: the kernel grants min(want, limit) and reports it doubled */
-		long long max = st_sysctl_num(so->limit, -1);
-		int forced = i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE);
-		if (max > 0 && o->want > max && !forced)
-			warn_clamp(fd, i, o->want, st_expect(i, o->want, 0, max), dry);
+		/* predict: the kernel grants min(want, limit) and reports it doubled; the listen
+		 * line's effective is the same number */
+		long long would = st_dry_buffer(&st_policy, i, o->want);
+		if (st_short_of(i, o->want, would))
+			warn_clamp(fd, i, o->want, would, dry);
 	} else if (st_short_of(i, o->want, o->got)) {
 		warn_clamp(fd, i, o->want, o->got, dry);
 	}

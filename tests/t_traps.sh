@@ -127,3 +127,21 @@ for cap in net_raw net_admin; do
 		skip "capability_only_$cap" "not root, or setpriv cannot keep only CAP_${cap} here"
 	fi
 done
+
+# ---- a dry run: the clamp line and the listen line say the same effective value (what the
+# policy would give), the listen line what the socket has now, and nothing changes
+somax=$(cat /proc/sys/net/core/somaxconn)
+rmem=$(cat /proc/sys/net/core/rmem_max)
+big=$((somax + 1000)) rbig=$((rmem * 2))
+if ts_serve dry 4 1 LD_PRELOAD="$LIB" SOCKTUNE_DRY_RUN=1 SOCKTUNE_BACKLOG=$big SOCKTUNE_RCVBUF=$rbig -- -4; then
+	cb=$(grep 'event=clamp option=backlog' "$TMP/dry.err") cr=$(grep 'event=clamp option=rcvbuf' "$TMP/dry.err")
+	l=$(log_line dry listen)
+	check dry_backlog_agrees "clamp: $cb / listen: $l" \
+		"$(field "$cb" effective)" = "$somax" -a "$(field "$l" backlog.effective)" = "$somax" -a \
+		"$(field "$l" backlog.now)" = "$(ts_val dry LISTENER backlog)" -a "$(field "$l" dry_run)" = 1
+	check dry_rcvbuf_agrees "clamp: $cr / listen: $l" \
+		"$(field "$cr" effective)" = $((rmem * 2)) -a "$(field "$l" rcvbuf.effective)" = $((rmem * 2)) -a \
+		-n "$(field "$l" rcvbuf.now)"
+	check dry_changes_nothing "listener backlog $(ts_val dry LISTENER backlog), rcvbuf now $(field "$l" rcvbuf.now)" \
+		"$(ts_val dry LISTENER backlog)" != "$somax" -a "$(field "$l" rcvbuf.now)" != $((rmem * 2))
+fi
