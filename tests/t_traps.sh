@@ -145,3 +145,19 @@ if ts_serve dry 4 1 LD_PRELOAD="$LIB" SOCKTUNE_DRY_RUN=1 SOCKTUNE_BACKLOG=$big S
 	check dry_changes_nothing "listener backlog $(ts_val dry LISTENER backlog), rcvbuf now $(field "$l" rcvbuf.now)" \
 		"$(ts_val dry LISTENER backlog)" != "$somax" -a "$(field "$l" rcvbuf.now)" != $((rmem * 2))
 fi
+
+# ---- make demo without ss: what is missing, said once, with the Debian package
+mkdir "$TMP/path"
+for d in $(printf '%s' "$PATH" | tr ':' ' '); do
+	[ -d "$d" ] || continue
+	for f in "$d"/*; do
+		n=${f##*/}
+		[ "$n" = ss ] || [ -e "$TMP/path/$n" ] || [ ! -x "$f" ] || ln -s "$f" "$TMP/path/$n"
+	done
+done
+PATH=$TMP/path BUILD=$B sh "$ROOT/examples/demo.sh" >"$TMP/demo.out" 2>"$TMP/demo.err"
+rc=$?
+check demo_names_missing "status $rc, stderr: $(head -c 600 "$TMP/demo.err")" $rc -eq 1 -a \
+	"$(cat "$TMP/demo.err")" = "demo: missing ss (Debian package iproute2); on Debian: apt-get install python3 iproute2" -a \
+	! -s "$TMP/demo.out"
+
