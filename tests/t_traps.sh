@@ -161,3 +161,22 @@ check demo_names_missing "status $rc, stderr: $(head -c 600 "$TMP/demo.err")" $r
 	"$(cat "$TMP/demo.err")" = "demo: missing ss (Debian package iproute2); on Debian: apt-get install python3 iproute2" -a \
 	! -s "$TMP/demo.out"
 
+# ---- make test's last lines: the skip reasons grouped, then the count line, last
+mkdir -p "$TMP/suite/tests"
+cp "$ROOT/tests/run.sh" "$TMP/suite/tests/run.sh"
+printf 'echo "PASS one"\necho "SKIP v6: no IPv6 here"\necho "SKIP mark: setpriv missing"\n' >"$TMP/suite/tests/t_a.sh"
+printf 'echo "PASS two"\necho "SKIP v6_too: no IPv6 here"\n' >"$TMP/suite/tests/t_b.sh"
+TESTS='' BUILD="$TMP/suite/build" sh "$TMP/suite/tests/run.sh" >"$TMP/suite.out" 2>&1
+tail -n 5 "$TMP/suite.out" >"$TMP/suite.tail"
+printf '%s\n' "skipped, by reason:" "  no IPv6 here: t_a/v6, t_b/v6_too" "  setpriv missing: t_a/mark" "" \
+	"2 passed, 0 failed, 3 skipped" >"$TMP/suite.want"
+check summary_skip_reasons "last lines: $(tr '\n' '|' <"$TMP/suite.tail")" \
+	-z "$(diff "$TMP/suite.want" "$TMP/suite.tail")"
+rm "$TMP/suite/tests/t_a.sh" "$TMP/suite/tests/t_b.sh"
+printf 'echo "PASS one"\n' >"$TMP/suite/tests/t_c.sh"
+TESTS='' BUILD="$TMP/suite/build" sh "$TMP/suite/tests/run.sh" >"$TMP/suite.out" 2>&1
+check summary_no_skips "last lines: $(tail -n 3 "$TMP/suite.out" | tr '\n' '|')" \
+	"$(tail -n 1 "$TMP/suite.out")" = "1 passed, 0 failed" -a -z "$(grep 'skipped, by reason' "$TMP/suite.out")"
+# the README states the closing line as it is printed
+check readme_closing_line "README.md: $(grep 'make test' "$ROOT/README.md" | head -n 2 | tr '\n' '|')" \
+	-n "$(grep -F '"N passed, N failed, N skipped"' "$ROOT/README.md")"
