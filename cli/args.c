@@ -85,7 +85,8 @@ void usage(FILE *f)
 	fprintf(f,
 	        "\n"
 	        "Flags (options without an argument above) also take --FLAG=VALUE (1/0, yes/no,\n"
-	        "on/off, true/false) and --no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
+	        "on/off, true/false; after '=': --nodelay 1 would run a program named 1) and\n"
+	        "--no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
 	        "\n"
 	        "Command options:\n"
 	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
