@@ -27,6 +27,36 @@ enum cli_status usage_error(FILE *f, const char *fmt, ...)
 	return CLI_BAD;
 }
 
+/* One option in --help: its name (and argument) in the first HELP_HEAD columns, the text
+ * from column HELP_TEXT, wrapped at HELP_WIDTH, then tail (the variable) on a line of its
+ * own; a name too long for its column has the text on the next line, so a name never runs
+ * into its description. */
+#define HELP_HEAD 26
+#define HELP_TEXT (2 + HELP_HEAD + 1)
+#define HELP_WIDTH 79
+static void help_entry(FILE *f, const char *head, const char *text, const char *tail)
+{
+	int col = fprintf(f, "  %s", head);
+	if (col > HELP_TEXT - 2) {
+		fputc('\n', f);
+		col = 0;
+	}
+	for (const char *w = text; *w;) {
+		w += strspn(w, " ");
+		size_t len = strcspn(w, " ");
+		if (!len)
+			break;
+		if (col > HELP_TEXT && col + 1 + (int)len > HELP_WIDTH) {
+			fputc('\n', f);
+			col = 0;
+		}
+		col += col < HELP_TEXT ? fprintf(f, "%*s", HELP_TEXT - col, "") : fprintf(f, " ");
+		col += fprintf(f, "%.*s", (int)len, w);
+		w += len;
+	}
+	fprintf(f, "\n%*s%s\n", HELP_TEXT, "", tail);
+}
+
 void usage(FILE *f)
 {
 	fprintf(f,
@@ -43,15 +73,20 @@ void usage(FILE *f)
 	        "environment):\n");
 	for (int i = 0; i < ST_V_COUNT; i++) {
 		const struct st_var *v = &st_vars[i];
-		char head[64];
+		char head[64], text[320], tail[160];
 		snprintf(head, sizeof head, "--%s%s%s", v->option, v->arg[0] ? " " : "", v->arg);
-		fprintf(f, "  %-26s %s\n  %-26s [%s; default: %s]\n", head, v->help, "", v->env,
-		        v->dflt);
+		/* the capability comes from the table's needs, the one text the fixes name too */
+		const char *needs = st_is_sockopt(i) ? st_sockopts[i].needs : NULL;
+		snprintf(text, sizeof text, "%s%s%s%s", v->help, needs ? " (needs " : "",
+		         needs ? needs : "", needs ? ")" : "");
+		snprintf(tail, sizeof tail, "[%s; default: %s]", v->env, v->dflt);
+		help_entry(f, head, text, tail);
 	}
 	fprintf(f,
 	        "\n"
 	        "Flags (options without an argument above) also take --FLAG=VALUE (1/0, yes/no,\n"
-	        "on/off, true/false) and --no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
+	        "on/off, true/false; after '=': --nodelay 1 would run a program named 1) and\n"
+	        "--no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
 	        "\n"
 	        "Command options:\n"
 	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
@@ -64,8 +99,9 @@ void usage(FILE *f)
 	        "               (for a static or Go program; the wrapper stays as its init)\n"
 	        "  --follow     attach: keep going, tuning sockets as they appear (every 100 ms),\n"
 	        "               until the processes exit or an interrupt\n"
-	        "  --route ADDR check: the route this host sends to ADDR by (IPv4 or IPv6; up to %d)\n"
-	        "               and whether it has quickack 1, with the ip route change that adds it\n"
+	        "  --route ADDR  check: the route this host sends to ADDR by (IPv4 or IPv6; up to\n"
+	        "               %d) and whether it has quickack 1, with the ip route change that adds\n"
+	        "               it\n"
 	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
 	        "               interrupted)\n"
 	        "  --help, --version\n"
@@ -97,6 +133,29 @@ static enum cli_status route_arg(struct cli *c, const char *val, FILE *msg)
 		return usage_error(msg, "--route %s: at most %d addresses", val, CLI_MAX_ROUTES);
 	c->route[c->nroutes++] = val;
 	return CLI_GO;
+}
+
+static int is_bool_word(const char *s)
+{
+	long long v;
+	char err[80];
+	return st_parse_bool(s, &v, err, sizeof err) == 0;
+}
+
+enum cli_status flag_word_error(const struct cli *c, FILE *msg)
+{
+	long long on = 1;
+	char err[80];
+	const char *opt = c->flag_opt + 2; /* "nodelay" or "no-nodelay" */
+	int negated = strncmp(opt, "no-", 3) == 0 && st_var_by_option(opt) < 0;
+	st_parse_bool(c->flag_word, &on, err, sizeof err);
+	const char *as = c->check ? "an argument (check takes none)" : "the program";
+	if (negated)
+		return usage_error(msg, "--%s %s: '%s' would be %s; --%s takes no value (write just "
+		                   "--%s)", opt, c->flag_word, c->flag_word, as, opt, opt);
+	return usage_error(msg, "--%s %s: '%s' would be %s; a flag takes its value after '=': "
+	                   "--%s=%s, or just --%s%s", opt, c->flag_word, c->flag_word, as, opt,
+	                   c->flag_word, on ? "" : "no-", opt);
 }
 
 /* Parse argv into c.  Every value is checked by st_policy_set, the library's parser; what
@@ -174,16 +233,30 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 				id = -1;
 			negated = id >= 0;
 		}
-		if (id < 0)
+		if (id < 0) {
+			const char *near = st_var_suggest(key, 0);
+			if (!near && strncmp(key, "no-", 3) == 0 && (near = st_var_suggest(key + 3, 0)) &&
+			    st_vars[st_var_by_option(near)].type == ST_T_BOOL)
+				return usage_error(msg, "unknown option --%s (did you mean --no-%s? see "
+				                   "socktune --help)", key, near);
+			if (near)
+				return usage_error(msg, "unknown option --%s (did you mean --%s? see "
+				                   "socktune --help)", key, near);
 			return usage_error(msg, "unknown option --%s (see socktune --help)", key);
+		}
 
 		const char *val;
 		if (negated) {
 			if (eq)
 				return usage_error(msg, "%s: --no-%s takes no value", a, key + 3);
 			val = "0";
+			if (i + 1 < argc && is_bool_word(argv[i + 1]))
+				c->flag_at = i;
 		} else if (st_vars[id].type == ST_T_BOOL) {
 			val = eq ? eq + 1 : "1";
+			if (!eq && i + 1 < argc && is_bool_word(argv[i + 1])) {
+				c->flag_at = i; /* judged below, once it is known what comes next */
+			}
 		} else if (eq) {
 			val = eq + 1;
 		} else if (i + 1 < argc) {
@@ -200,6 +273,18 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 		c->given[id] = val;
 	}
 	c->program = i < argc ? argv + i : NULL;
+	if (c->flag_at && c->program && c->program == argv + c->flag_at + 1) {
+		/* --nodelay 1 -- true: "1" is the program.  Refused when what follows shows a value
+		 * was meant: "--", other arguments (true and false ignore them, yes prints them
+		 * forever), or check (which runs nothing); alone, run.c refuses it unless it is a
+		 * program (socktune --nodelay true runs true). */
+		c->flag_word = c->program[0];
+		c->flag_opt = argv[c->flag_at];
+		if (c->check || (c->program[1] && (!c->attach || strcmp(c->program[1], "--") == 0)))
+			return flag_word_error(c, msg);
+		if (c->attach)
+			c->flag_word = NULL; /* attach --nodelay 1: pid 1 */
+	}
 	if (c->attach && !c->program)
 		return usage_error(msg, "attach: which process? (PID... or :PORT...)");
 	if (c->check && c->program)

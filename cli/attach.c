@@ -238,7 +238,9 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 			o = sizeof keys - 1;
 		if (!rq.dry && out.got != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER) &&
 		    st_short_of(i, out.want, out.got)) {
-			st_fix_limit(i, out.want, fix, sizeof fix);
+			/* the copy is set by this process: its capabilities decide */
+			st_fix_limit(i, out.want, st_cap_effective(ST_CAP_NET_ADMIN),
+			             i == ST_V_RCVBUF && st_on(p, ST_V_RCVBUF_FORCE), fix, sizeof fix);
 			char lim[80];
 			fprintf(stderr, "socktune: attach %d: fd %d: %s clamped to %d by the target's "
 			        "%s=%s: %s\n", pid, fd, st_sockopts[i].label, out.got, st_sockopts[i].limit,
@@ -251,9 +253,11 @@ static void tune_copy(const struct st_policy *p, const struct attach_args *a, in
 		if (!rq.dry && want != before)
 			syscall(SYS_listen, copy, want);
 		int after = st_listen_backlog(&cli_raw_ops, copy);
+		/* a dry run: effective is what the target's somaxconn would leave of want */
 		o += (size_t)snprintf(keys + o, sizeof keys - o,
-		                      " backlog.before=%d backlog.want=%d backlog.effective=%d", before,
-		                      want, rq.dry ? before : after);
+		                      " backlog.before=%d backlog.want=%d backlog.effective=%lld", before,
+		                      want, rq.dry ? st_dry_backlog(want, target_sysctl(pid,
+		                      "net.core.somaxconn")) : after);
 		if (!rq.dry && after < want) {
 			char fix[96], lim[80];
 			st_fix_somaxconn(want, fix, sizeof fix);

@@ -12,6 +12,7 @@
 
 #include "socktune.h"
 #include "socktune_apply.h"
+#include "socktune_host.h"
 #include "socktune_kernel.h"
 #include "cli.h"
 
@@ -84,7 +85,7 @@ static void check_buffer(struct verdict *v, const struct st_policy *p, const str
 	v->status = force ? V_FALLBACK : V_CLAMPED;
 	snprintf(v->why, sizeof v->why, "clamped by %s=%lld%s", limit, max,
 	         force ? " (SO_RCVBUFFORCE needs CAP_NET_ADMIN, not held: SO_RCVBUF fallback)" : "");
-	st_fix_limit(v->id, want, v->fix, sizeof v->fix);
+	st_fix_limit(v->id, want, h->cap_net_admin, force, v->fix, sizeof v->fix);
 }
 
 /* A backlog floor or replacement: listen() with it, and compare. */
@@ -200,7 +201,8 @@ static void check_congestion(struct verdict *v, const struct st_policy *p, const
 	}
 	v->status = V_FAILED;
 	char why[sizeof v->why - 64];
-	st_why_congestion(v->value, avail, allowed, why, sizeof why, v->fix, sizeof v->fix);
+	st_why_congestion(v->value, avail, allowed, st_congestion_module(v->value), why, sizeof why,
+	                  v->fix, sizeof v->fix);
 	snprintf(v->why, sizeof v->why, "%s%s%s", why,
 	         e && st_has_word(avail, v->value) ? ": " : "",
 	         e && st_has_word(avail, v->value) ? strerror(e) : "");

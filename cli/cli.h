@@ -30,16 +30,23 @@ struct cli {
 	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
 	const char *given[ST_V_COUNT]; /* value from the command line, NULL if not given */
+	/* A flag followed by a boolean word that became the program (--nodelay 1 PROGRAM...):
+	 * the flag as given and the word; run.c refuses it when no such program exists. */
+	int flag_at;
+	const char *flag_opt, *flag_word;
 };
 
 enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void usage(FILE *f);
 enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg);
+enum cli_status flag_word_error(const struct cli *c, FILE *msg);
 enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg);
 
 /* ---- run.c, inspect.c: socktune PROGRAM ---- */
 
 int run_main(const struct cli *c, const struct st_policy *p, const char *argv0);
+/* 1, with the one line said, when the congestion control asked for is missing here. */
+int congestion_missing(const struct cli *c, const struct st_policy *p);
 
 /* What inspect_program finds in the file: each a reason LD_PRELOAD does not reach it. */
 enum { P_STATIC = 1, P_GO = 2, P_SETID = 4, P_CAPS = 8 };

@@ -50,24 +50,6 @@ long long host_num(const struct host *h, const char *name, int word)
 	return end == s ? -1 : v;
 }
 
-static int cap_net_admin(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	if (!f)
-		return -1;
-	char line[256];
-	int r = -1;
-	for (int i = 0; i < 200 && fgets(line, sizeof line, f); i++) {
-		unsigned long long caps;
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			r = (int)((caps >> 12) & 1); /* CAP_NET_ADMIN */
-			break;
-		}
-	}
-	fclose(f);
-	return r;
-}
-
 /* Option opt (TCP_DELACK_MAX_US, TCP_RTO_MIN_US) on probe socket fd: 1 when the kernel has
  * it, 0 when it says ENOPROTOOPT (before Linux 6.15), -1 when the probe cannot tell (why in
  * err).  The first of ST_HZ_PROBES it accepts is 2 jiffies, so its read-back gives the jiffy
@@ -123,7 +105,7 @@ void read_host(struct host *h)
 	for (size_t i = 0; i < N_SYSCTL; i++)
 		if (st_sysctl_str(host_sysctls[i].name, h->val[i], sizeof h->val[i]) != 0)
 			h->val[i][0] = '\0';
-	h->cap_net_admin = cap_net_admin();
+	h->cap_net_admin = st_cap_effective(ST_CAP_NET_ADMIN);
 	if (getrlimit(RLIMIT_NOFILE, &h->nofile) != 0)
 		h->nofile.rlim_cur = h->nofile.rlim_max = 0;
 	h->page = sysconf(_SC_PAGESIZE);

@@ -45,6 +45,11 @@ int main(int argc, char **argv)
 		r = build_policy(&c, &p, stderr);
 	if (r != CLI_GO)
 		return exit_status(r);
+	char path[4096];
+	if (c.flag_word && resolve_program(c.flag_word, path) != 0)
+		return exit_status(flag_word_error(&c, stderr)); /* --nodelay 1: no program "1" */
+	if (!c.check && !c.attach && congestion_missing(&c, &p))
+		return EXIT_USAGE;
 	if (c.attach) {
 		struct attach_args a = {.json = c.json, .connections = c.connections,
 		                        .follow = c.follow, .targets = c.program};

@@ -241,6 +241,53 @@ static void text_routes(const struct route_result *rr, int n)
 	}
 }
 
+/* A byte count as people read one: 24 MiB, 703.1 GiB (powers of 1024, as the sizes the
+ * options take); under 1 KiB in bytes. */
+static const char *human(long long b, char *out, size_t n)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	if (b < 1024) {
+		snprintf(out, n, "%lld bytes", b);
+		return out;
+	}
+	int u = 0;
+	long long whole = 1024;
+	while (u < 3 && b >= whole * 1024) {
+		whole *= 1024;
+		u++;
+	}
+	if (b % whole == 0)
+		snprintf(out, n, "%lld %s", b / whole, unit[u]);
+	else
+		snprintf(out, n, "%.1f %s", (double)b / (double)whole, unit[u]);
+	return out;
+}
+
+/* What a full set of connections may hold: said when a buffer size is configured (with
+ * autotuning alone, the per-connection maximum is the host's business, not the policy's). */
+static void text_memory(const struct memory *m)
+{
+	char a[32], b[32], c[32];
+	printf("\nmemory (per connection at full buffers, times RLIMIT_NOFILE, against "
+	       "net.ipv4.tcp_mem)\n");
+	long long per = m->rcv + m->snd;
+	printf("  per connection = %s   # receive %s (%s) + send %s (%s)\n", human(per, a, sizeof a),
+	       human(m->rcv, b, sizeof b), m->rcv_set ? "rcvbuf" : "autotuning max, net.ipv4.tcp_rmem",
+	       human(m->snd, c, sizeof c), m->snd_set ? "sndbuf" : "autotuning max, net.ipv4.tcp_wmem");
+	if (m->nofile >= 0)
+		printf("  worst case = %s   # x %lld descriptors (RLIMIT_NOFILE)\n",
+		       human(per * m->nofile, a, sizeof a), m->nofile);
+	long long limit = m->tcp_mem_pages * m->page;
+	if (m->tcp_mem_pages > 0 && per > 0) {
+		printf("  net.ipv4.tcp_mem max = %s   # %lld pages x %lld: for all TCP sockets of the "
+		       "host\n", human(limit, a, sizeof a), m->tcp_mem_pages, m->page);
+		printf("  connections at full buffers before tcp_mem's max = %lld%s\n", limit / per,
+		       m->nofile >= 0 && per * m->nofile > limit
+		           ? "   # beyond it the kernel drops and throttles TCP memory host-wide"
+		           : "");
+	}
+}
+
 void report_text(const struct report *rp)
 {
 	const struct host *h = rp->h;
@@ -283,25 +330,8 @@ void report_text(const struct report *rp)
 		printf("  %s%s%s\n", x->why, x->fix[0] ? ": " : "", x->fix);
 	}
 
-	printf("\nmemory (per connection at full buffers, times RLIMIT_NOFILE, against "
-	       "net.ipv4.tcp_mem)\n");
-	long long per = m->rcv + m->snd;
-	printf("  per connection = %lld bytes   # receive %lld (%s) + send %lld (%s)\n", per, m->rcv,
-	       m->rcv_set ? "rcvbuf" : "autotuning max, net.ipv4.tcp_rmem", m->snd,
-	       m->snd_set ? "sndbuf" : "autotuning max, net.ipv4.tcp_wmem");
-	if (m->nofile >= 0)
-		printf("  worst case = %lld bytes   # x %lld descriptors (RLIMIT_NOFILE)\n",
-		       per * m->nofile, m->nofile);
-	long long limit = m->tcp_mem_pages * m->page;
-	if (m->tcp_mem_pages > 0 && per > 0) {
-		printf("  net.ipv4.tcp_mem max = %lld bytes   # %lld pages x %lld: for all TCP sockets "
-		       "of the host\n",
-		       limit, m->tcp_mem_pages, m->page);
-		printf("  connections at full buffers before tcp_mem's max = %lld%s\n", limit / per,
-		       m->nofile >= 0 && per * m->nofile > limit
-		           ? "   # beyond it the kernel drops and throttles TCP memory host-wide"
-		           : "");
-	}
+	if (m->rcv_set || m->snd_set)
+		text_memory(m);
 	if (rp->nroutes)
 		text_routes(rp->routes, rp->nroutes);
 	printf("\n");

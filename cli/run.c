@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "socktune.h"
+#include "socktune_host.h"
+#include "socktune_kernel.h"
 #include "cli.h"
 
 static void self_path(const char *argv0, char *out)
@@ -179,6 +181,28 @@ static int warn_program(const struct st_policy *p, const char *name, int strict)
 		log_file_line(p, strict ? ST_LOG_ERROR : ST_LOG_WARN, line);
 	}
 	return n;
+}
+
+/* The README promises every value is checked before anything runs: a congestion control
+ * name is, against the kernel's (the library would only log a failed setsockopt on each
+ * listener).  An algorithm neither available nor an installed module is missing: refused.
+ * One available to programs with CAP_NET_ADMIN only, or a module not loaded yet, runs: the
+ * library says so, with its fix, if the program turns out to lack the capability. */
+int congestion_missing(const struct cli *c, const struct st_policy *p)
+{
+	char avail[512], why[700], fix[600];
+	if (!st_has(p, ST_V_CONGESTION) ||
+	    st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail) != 0)
+		return 0;
+	const char *name = p->name[ST_V_CONGESTION];
+	if (st_has_word(avail, name) || st_congestion_module(name))
+		return 0;
+	st_why_congestion(name, avail, "", 0, why, sizeof why, fix, sizeof fix);
+	if (c->given[ST_V_CONGESTION])
+		usage_error(stderr, "--%s %s: %s", st_vars[ST_V_CONGESTION].option, name, why);
+	else
+		usage_error(stderr, "%s=%s: %s", st_vars[ST_V_CONGESTION].env, name, why);
+	return 1;
 }
 
 int run_main(const struct cli *c, const struct st_policy *p, const char *argv0)

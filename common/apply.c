@@ -183,11 +183,21 @@ int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o
 		return snprintf(buf, n, " %s=%s", key, dry ? st_opt_name(p, i) : name);
 	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept */
 		return snprintf(buf, n, " %s.want=%dus %s.effective=%dus", key, o->want, key, shown);
-	if (so->flags & ST_O_BUFFER) /* read back doubled even in a dry run: what is there */
+	if ((so->flags & ST_O_BUFFER) && dry) /* what would be, and what is there (doubled) */
+		return snprintf(buf, n, " %s.want=%d %s.effective=%lld %s.now=%d", key, o->want, key,
+		                st_dry_buffer(p, i, o->want), key, o->got);
+	if (so->flags & ST_O_BUFFER)
 		return snprintf(buf, n, " %s.want=%d %s.effective=%d", key, o->want, key, o->got);
 	if (so->flags & ST_O_UNSIGNED)
 		return snprintf(buf, n, " %s=%u", key, (unsigned)shown);
 	return snprintf(buf, n, " %s=%d", key, shown);
+}
+
+long long st_dry_buffer(const struct st_policy *p, int i, long long want)
+{
+	int forced = i == ST_V_RCVBUF && st_on(p, ST_V_RCVBUF_FORCE) &&
+	             st_cap_effective(ST_CAP_NET_ADMIN) == 1;
+	return st_expect(i, want, forced, st_sysctl_num(st_sockopts[i].limit, -1));
 }
 
 /* The backlog the policy wants for the app's.  listen(fd, -1) (any negative) asks for the

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "socktune_host.h"
@@ -155,4 +157,34 @@ long long st_netstat(const char *name)
 {
 	long long v = netstat_in("/proc/thread-self/net/netstat", name);
 	return v != -2 ? v : (v = netstat_in("/proc/net/netstat", name)) == -2 ? -1 : v;
+}
+
+/* A congestion control algorithm not in net.ipv4.tcp_available_congestion_control may be a
+ * module the kernel loads on first use (request_module("tcp_NAME"), for a caller with
+ * CAP_NET_ADMIN): 1 when its file is where modprobe finds the kernel's own, 0 when not (or
+ * there is no module tree at all: then nothing can be loaded). */
+int st_congestion_module(const char *name)
+{
+	static const char *const ext[] = {"", ".xz", ".zst", ".gz"};
+	struct utsname u;
+	if (syscall(SYS_uname, &u) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		char path[sizeof u.release + 96];
+		int w = snprintf(path, sizeof path, "/lib/modules/%s/kernel/net/ipv4/tcp_%s.ko%s",
+		                 u.release, name, ext[i]);
+		if (w > 0 && (size_t)w < sizeof path &&
+		    syscall(SYS_faccessat, AT_FDCWD, path, F_OK, 0) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int st_cap_effective(int cap)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &hdr, data) != 0)
+		return -1;
+	return (int)(data[cap / 32].effective >> (cap % 32) & 1);
 }

@@ -31,14 +31,21 @@ int st_short_of(int i, long long want, long long got)
 	return got != want;
 }
 
-void st_fix_limit(int i, long long want, char *fix, size_t n)
+void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n)
 {
 	const char *limit = st_sockopts[i].limit ? st_sockopts[i].limit : "?";
-	if (i == ST_V_RCVBUF)
-		snprintf(fix, n, "sysctl -w %s=%lld, or CAP_NET_ADMIN with %s=1 (--%s)", limit, want,
-		         st_vars[ST_V_RCVBUF_FORCE].env, st_vars[ST_V_RCVBUF_FORCE].option);
-	else
+	const struct st_var *force = &st_vars[ST_V_RCVBUF_FORCE];
+	if (i != ST_V_RCVBUF)
 		snprintf(fix, n, "sysctl -w %s=%lld", limit, want);
+	else if (forced) /* asked for SO_RCVBUFFORCE, refused: only the capability is missing */
+		snprintf(fix, n, "sysctl -w %s=%lld, or grant CAP_NET_ADMIN (for %s=1)", limit, want,
+		         force->env);
+	else if (cap_net_admin == 1) /* held: SO_RCVBUFFORCE would go past the limit now */
+		snprintf(fix, n, "sysctl -w %s=%lld, or add --%s (%s=1; CAP_NET_ADMIN is held)", limit,
+		         want, force->option, force->env);
+	else
+		snprintf(fix, n, "sysctl -w %s=%lld, or CAP_NET_ADMIN with %s=1 (--%s)", limit, want,
+		         force->env, force->option);
 }
 
 void st_fix_somaxconn(long long want, char *fix, size_t n)
@@ -69,19 +76,27 @@ int st_has_word(const char *list, const char *word)
 	return 0;
 }
 
-void st_why_congestion(const char *name, const char *available, const char *allowed, char *why,
-                       size_t wn, char *fix, size_t fn)
+const char *st_why_congestion(const char *name, const char *available, const char *allowed,
+                              int module, char *why, size_t wn, char *fix, size_t fn)
 {
-	if (!st_has_word(available, name)) {
-		/* built as a module, it is loaded on first use by a program with CAP_NET_ADMIN */
-		snprintf(why, wn, "not available (net.ipv4.tcp_available_congestion_control=%s)",
-		         available);
-		snprintf(fix, fn, "modprobe tcp_%s", name);
-	} else {
+	if (st_has_word(available, name)) {
 		snprintf(why, wn, "not allowed (net.ipv4.tcp_allowed_congestion_control=%s)", allowed);
 		snprintf(fix, fn, "sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\", or "
 		         "CAP_NET_ADMIN", allowed, name);
+		return "not-allowed";
 	}
+	if (module) {
+		/* a module: loaded on first use by a program with CAP_NET_ADMIN */
+		snprintf(why, wn, "not loaded (net.ipv4.tcp_available_congestion_control=%s; the "
+		         "module tcp_%s is installed)", available, name);
+		snprintf(fix, fn, "modprobe tcp_%s, or CAP_NET_ADMIN (the kernel then loads it)", name);
+		return "not-loaded";
+	}
+	/* neither built in nor a module: no list of allowed names can help */
+	snprintf(why, wn, "missing: this kernel has no %s, built in or as a module (available: %s)",
+	         name, available);
+	snprintf(fix, fn, "use one of the available: %s", available);
+	return "missing";
 }
 
 void st_fix_denied(int i, char *fix, size_t n)

@@ -9,9 +9,16 @@
 
 #include "socktune.h"
 
-/* Digits only: strtoull alone would accept "-1" (wrapping it), leading blanks and "+". */
+/* Digits only: strtoull alone would accept "-1" (wrapping it), leading blanks and "+".
+ * -1: not digits; -2: too large; -3: a minus sign and digits (*end past them), which the
+ * callers call out of range once the rest is well formed: "-1" is a number, just not one
+ * of 1..N, and saying "not a whole number" sends the user looking for the wrong mistake. */
 static int parse_digits(const char *s, unsigned long long *out, const char **end)
 {
+	if (s[0] == '-' && isdigit((unsigned char)s[1])) {
+		int r = parse_digits(s + 1, out, end);
+		return r == 0 || r == -2 ? -3 : r;
+	}
 	if (!isdigit((unsigned char)*s))
 		return -1;
 	errno = 0;
@@ -29,7 +36,8 @@ int st_parse_int(const char *s, long long min, long long max, long long *out, ch
 	unsigned long long v;
 	const char *end;
 	int r = parse_digits(s, &v, &end);
-	if (r == -2 || (r == 0 && *end == '\0' && v > (unsigned long long)max)) {
+	if (r == -2 || (r == -3 && *end == '\0') ||
+	    (r == 0 && *end == '\0' && v > (unsigned long long)max)) {
 		snprintf(err, n, "out of range (%lld..%lld)", min, max);
 		return -1;
 	}
@@ -55,7 +63,7 @@ int st_parse_size(const char *s, long long min, long long max, long long *out, c
 		return -1;
 	}
 	unsigned shift = 0;
-	if (r == 0) {
+	if (r == 0 || r == -3) {
 		switch (*end) {
 		case 'k': case 'K': shift = 10; end++; break;
 		case 'm': case 'M': shift = 20; end++; break;
@@ -66,7 +74,8 @@ int st_parse_size(const char *s, long long min, long long max, long long *out, c
 			return -1;
 		}
 	}
-	if (r == -2 || v > ((unsigned long long)max >> shift) || (v << shift) < (unsigned long long)min) {
+	if (r == -2 || r == -3 || v > ((unsigned long long)max >> shift) ||
+	    (v << shift) < (unsigned long long)min) {
 		snprintf(err, n, "out of range (%lld..%lld bytes)", min, max);
 		return -1;
 	}
@@ -276,6 +285,9 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 	const char *end;
 	int r = parse_digits(s, &whole, &end);
 	unsigned long long frac = 0, scale = 1;
+	int negative = r == -3;
+	if (negative)
+		r = 0;
 	if (r == 0 && *end == '.') {
 		end++;
 		for (int k = 0; isdigit((unsigned char)*end) && k < 6; k++, end++) {
@@ -299,7 +311,7 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 		return -1;
 	}
 	/* whole * unit + frac * unit / scale, in range, without overflow */
-	if (r == -2 || whole > (unsigned long long)max / unit ||
+	if (r == -2 || negative || whole > (unsigned long long)max / unit ||
 	    whole * unit + frac * unit / scale > (unsigned long long)max ||
 	    whole * unit + frac * unit / scale < (unsigned long long)min) {
 		snprintf(err, n, "out of range (%lldus..%lldus; a bare number is us)", min, max);
@@ -420,6 +432,59 @@ int st_var_by_option(const char *name)
 	return -1;
 }
 
+/* The edit distance (insertions, deletions, substitutions; letters compared without case)
+ * of a and b, or a large number when either is longer than 31 bytes. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[32];
+	if (la > 31 || lb > 31)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j];
+			int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+			int best = diag + !same;
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+const char *st_var_suggest(const char *name, int by_env)
+{
+	const size_t plen = sizeof ST_ENV_PREFIX - 1;
+	if (by_env) {
+		if (strncasecmp(name, ST_ENV_PREFIX, plen) != 0)
+			return NULL;
+		name += plen;
+	}
+	/* one typo in a short name, two in a longer one: TOS for TOX, not TTL for TOX */
+	int limit = strlen(name) <= 4 ? 1 : 2, best = limit + 1;
+	const char *found = NULL;
+	for (int i = 0; i <= ST_V_COUNT; i++) {
+		const char *cand = i == ST_V_COUNT ? (by_env ? ST_ENV_LIBRARY : NULL)
+		                   : by_env ? st_vars[i].env : st_vars[i].option;
+		if (!cand)
+			continue;
+		int d = edit_distance(name, by_env ? cand + plen : cand);
+		if (d < best) {
+			best = d;
+			found = cand;
+		}
+	}
+	return found;
+}
+
 int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_error, void *ctx)
 {
 	const size_t plen = sizeof ST_ENV_PREFIX - 1;
@@ -444,7 +509,9 @@ int st_policy_from_env(struct st_policy *p, char *const *envp, st_error_fn on_er
 		int id = st_var_by_env(name);
 		char err[160];
 		if (id < 0) {
-			snprintf(err, sizeof err, "unknown variable");
+			const char *near = st_var_suggest(name, 1);
+			snprintf(err, sizeof err, "unknown variable%s%s%s", near ? " (did you mean " : "",
+			         near ? near : "", near ? "?)" : "");
 		} else if (st_policy_set(p, (enum st_var_id)id, eq + 1, err, sizeof err) == 0) {
 			continue;
 		}

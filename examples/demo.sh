@@ -19,8 +19,20 @@ PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim would not be pr
 REQS=50
 CONNS=300
 
-for f in "$LIB" "$KC" "$PY"; do
-	[ -x "$f" ] || [ -f "$f" ] || { echo "demo: missing $f (run make demo)" >&2; exit 1; }
+# What it needs besides the build, checked first and said once: Debian's python3 (the server,
+# and the free port) and ss of iproute2 (whether the server listens, and its backlog).
+need=""
+[ -x "$PY" ] || need="$need, $PY (Debian package python3)"
+command -v ss >/dev/null 2>&1 || need="$need, ss (Debian package iproute2)"
+for t in awk sed tr head mktemp; do
+	command -v "$t" >/dev/null 2>&1 || need="$need, $t"
+done
+if [ -n "$need" ]; then
+	echo "demo: missing${need#,}; on Debian: apt-get install python3 iproute2" >&2
+	exit 1
+fi
+for f in "$LIB" "$KC"; do
+	[ -f "$f" ] || { echo "demo: missing $f (run make demo)" >&2; exit 1; }
 done
 
 TMP=$(mktemp -d /tmp/socktune-demo.XXXXXX)
@@ -47,10 +59,16 @@ serve() {
 	i=0
 	while [ $i -lt 100 ]; do
 		ss -Hltn "sport = :$PORT" | grep -q . && return 0
+		if ! kill -0 "$SERVER" 2>/dev/null; then
+			wait "$SERVER"
+			echo "demo: the server exited (status $?) before it listened: $(cat "$TMP/server.err")" >&2
+			SERVER=""
+			exit 1
+		fi
 		sleep 0.05
 		i=$((i + 1))
 	done
-	echo "demo: the server did not start: $(cat "$TMP/server.err")" >&2
+	echo "demo: the server did not listen on 127.0.0.1:$PORT within 5 s${TMP:+; its stderr: }$(cat "$TMP/server.err")" >&2
 	exit 1
 }
 

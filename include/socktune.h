@@ -107,7 +107,7 @@ enum st_type {
 	  "SO_PRIORITY (not inherited: set on each accepted connection)", \
 	  SOCK(SOL_SOCKET, SO_PRIORITY, ST_O_EACH_CONN | ST_O_CLIENT, NULL, NULL)) \
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
-	  "SO_MARK (needs CAP_NET_ADMIN)", \
+	  "SO_MARK: a number on the packets sent, for routing rules and firewalls", \
 	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
 	X(DELACK_MAX, "DELACK_MAX", "delack-max", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
 	  "TCP_DELACK_MAX_US (Linux 6.15): the longest an ACK is delayed, e.g. 5ms", \
@@ -132,7 +132,7 @@ enum st_type {
 	  SOCK6(IPPROTO_IP, IP_FREEBIND, ST_O_BEFORE_BIND | ST_O_LISTENER_ONLY, NULL, NULL, \
 	        IPPROTO_IPV6, IPV6_FREEBIND)) \
 	X(TRANSPARENT, "TRANSPARENT", "transparent", ST_T_BOOL, 0, 1, "", "unset (the app's)", \
-	  "IP_TRANSPARENT / IPV6_TRANSPARENT before bind() (a transparent proxy; CAP_NET_ADMIN)", \
+	  "IP_TRANSPARENT / IPV6_TRANSPARENT before bind(): a transparent proxy", \
 	  SOCK6(IPPROTO_IP, IP_TRANSPARENT, ST_O_BEFORE_BIND | ST_O_LISTENER_ONLY, NULL, \
 	        "CAP_NET_ADMIN or CAP_NET_RAW", IPPROTO_IPV6, IPV6_TRANSPARENT)) \
 	X(BINDTODEVICE, "BINDTODEVICE", "bindtodevice", ST_T_IFNAME, 0, 0, "IFNAME", "unset", \
@@ -246,6 +246,11 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
  * ("rcvbuf").  Returns the id or -1. */
 int st_var_by_env(const char *name);
 int st_var_by_option(const char *name);
+
+/* The known name nearest a misspelt one, for "did you mean": a variable's full name (by_env:
+ * SOCKTUNE_ and NODELEY -> "SOCKTUNE_NODELAY") or an option ("nodeley" -> "nodelay"), at
+ * most two typos away (one for a name of 4 letters or less); NULL when none is. */
+const char *st_var_suggest(const char *name, int by_env);
 
 /* Variables that are not policy but are read by the tools (the command's library path). */
 #define ST_ENV_LIBRARY "SOCKTUNE_LIBRARY"

@@ -70,10 +70,21 @@ void st_read_current(const struct st_sockops *ops, int fd, int family,
 int st_is_applied(const struct st_policy *p, const int *cur);
 
 /* The keys of a log line for what became of option i (" nodelay=1", " rcvbuf.want=N
- * rcvbuf.effective=M", " delack_max.want=5000us delack_max.effective=8000us", " x=app"; ""
+ * rcvbuf.effective=M"; in a dry run effective is what would be, st_dry_buffer, and
+ * rcvbuf.now=K what is there), " delack_max.want=5000us delack_max.effective=8000us", " x=app"; ""
  * for none), in the library's format: its hooks and the command's attach print the same. */
 int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
                     const char *name, char *buf, size_t n);
+
+/* In a dry run, what the kernel would make of a request, predicted from its limit (the same
+ * number the clamp warning says): a buffer min(want, limit) doubled (not capped when
+ * SO_RCVBUFFORCE is asked for and CAP_NET_ADMIN held), a backlog min(want, somaxconn);
+ * somaxconn < 0: unknown (want). */
+long long st_dry_buffer(const struct st_policy *p, int i, long long want);
+static inline long long st_dry_backlog(long long want, long long somaxconn)
+{
+	return somaxconn >= 0 && want > somaxconn ? somaxconn : want;
+}
 
 /* The backlog p wants for the app's (listen(fd, -1) asks for net.core.somaxconn), and
  * whether p sets one at all. */

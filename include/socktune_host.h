@@ -13,5 +13,13 @@ int st_port_ephemeral(unsigned port);
 /* A TcpExt counter of the calling thread's network namespace (/proc/thread-self/net/netstat,
  * else /proc/net/netstat), or -1. */
 long long st_netstat(const char *name);
+/* 1 when congestion control NAME is a loadable module of the running kernel (tcp_NAME.ko,
+ * compressed or not, under /lib/modules/RELEASE/kernel/net/ipv4), else 0. */
+int st_congestion_module(const char *name);
+
+/* Whether the calling thread holds capability cap (CAP_NET_ADMIN: 12) in its effective set:
+ * 1, 0, or -1 when the kernel does not say (capget). */
+#define ST_CAP_NET_ADMIN 12 /* linux/capability.h */
+int st_cap_effective(int cap);
 
 #endif

@@ -19,8 +19,10 @@ long long st_expect(int i, long long want, int forced, long long limit_value);
 int st_short_of(int i, long long want, long long got);
 
 /* The fix for option i capped by its sysctl (a buffer): "sysctl -w net.core.rmem_max=N",
- * for the receive buffer also how to go past it. */
-void st_fix_limit(int i, long long want, char *fix, size_t n);
+ * for the receive buffer also how to go past it, as fits the capabilities present
+ * (cap_net_admin: 1 held, 0 not, -1 unknown; forced: SO_RCVBUFFORCE was asked for): with
+ * CAP_NET_ADMIN held, add --rcvbuf-force; asked for and refused, grant CAP_NET_ADMIN. */
+void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n);
 
 /* A backlog cut by net.core.somaxconn. */
 void st_fix_somaxconn(long long want, char *fix, size_t n);
@@ -29,10 +31,13 @@ void st_fix_somaxconn(long long want, char *fix, size_t n);
 int st_fastopen_server_on(long long tcp_fastopen);
 void st_fix_fastopen(long long tcp_fastopen, char *fix, size_t n);
 
-/* A congestion control name the kernel refused: why (not available, or not allowed for
- * programs without CAP_NET_ADMIN) and the fix, from the two lists of the host. */
-void st_why_congestion(const char *name, const char *available, const char *allowed, char *why,
-                       size_t wn, char *fix, size_t fn);
+/* A congestion control name the kernel refused, from the two lists of the host and module
+ * (st_congestion_module: whether tcp_NAME.ko is installed): why and the fix.  Returns the
+ * reason in a word: "not-allowed" (available, but a program without CAP_NET_ADMIN may not
+ * choose it), "not-loaded" (a module: modprobe, or CAP_NET_ADMIN loads it), "missing"
+ * (neither: the fix lists the available ones, never the allowed list). */
+const char *st_why_congestion(const char *name, const char *available, const char *allowed,
+                              int module, char *why, size_t wn, char *fix, size_t fn);
 
 /* Option i refused with EPERM: the capability it needs. */
 void st_fix_denied(int i, char *fix, size_t n);

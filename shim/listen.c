@@ -36,10 +36,16 @@ static int tunes_listeners(void)
 static void add_backlog(struct st_line *head, int fd, const char *addr, int app_backlog, int want,
                         int effective, const char *dry, int warn)
 {
-	st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog, want,
-	            effective);
 	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
-	int clamped = want >= 0 && (*dry ? (somaxconn >= 0 && want > somaxconn)
+	/* a dry run passed the app's backlog on: effective is what the policy's would give (the
+	 * clamp line's number), now what the socket has */
+	if (*dry)
+		st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%lld backlog.now=%d",
+		            app_backlog, want, st_dry_backlog(want, somaxconn), effective);
+	else
+		st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog,
+		            want, effective);
+	int clamped = want >= 0 && (*dry ? st_dry_backlog(want, somaxconn) < want
 	                                 : (effective >= 0 && effective < want));
 	char fix[96];
 	st_fix_somaxconn(want, fix, sizeof fix);

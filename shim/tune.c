@@ -22,11 +22,12 @@ __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
 	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
 	const char *name = st_opt_name(&st_policy, ST_V_CONGESTION);
-	st_why_congestion(name, avail, allowed, why, sizeof why, fix, sizeof fix);
+	const char *reason = st_why_congestion(name, avail, allowed, st_congestion_module(name), why,
+	                                       sizeof why, fix, sizeof fix);
 	st_log(ST_LOG_WARN,
 	       "event=setsockopt option=congestion fd=%d want=%s error=\"setsockopt TCP_CONGESTION: "
-	       "%s\" available=\"%s\" allowed=\"%s\" fix=\"%s\"",
-	       fd, name, strerror(err), avail, allowed, fix);
+	       "%s\" reason=%s available=\"%s\" allowed=\"%s\" fix=\"%s\"",
+	       fd, name, strerror(err), reason, avail, allowed, fix);
 }
 
 __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, long long eff, const char *dry)
@@ -34,7 +35,8 @@ __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, 
 	const struct st_sockopt *o = &st_sockopts[i];
 	long long max = st_sysctl_num(o->limit, -1);
 	char fix[200];
-	st_fix_limit(i, want, fix, sizeof fix);
+	st_fix_limit(i, want, st_cap_effective(ST_CAP_NET_ADMIN),
+	             i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE), fix, sizeof fix);
 	st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%lld limit=%s:%lld fix=\"%s\"%s",
 	       ST_KEY(i), fd, want, eff, o->limit, max, fix, dry);
 }
@@ -102,11 +104,11 @@ static void explain(int fd, int family, int i, const struct st_outcome *o, const
 	if (!(so->flags & ST_O_BUFFER))
 		return;
 	if (*dry) {
-		/* predict: the kernel grants min(want, limit) and reports it doubled */
-		long long max = st_sysctl_num(so->limit, -1);
-		int forced = i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE);
-		if (max > 0 && o->want > max && !forced)
-			warn_clamp(fd, i, o->want, st_expect(i, o->want, 0, max), dry);
+		/* predict: the kernel grants min(want, limit) and reports it doubled; the listen
+		 * line's effective is the same number */
+		long long would = st_dry_buffer(&st_policy, i, o->want);
+		if (st_short_of(i, o->want, would))
+			warn_clamp(fd, i, o->want, would, dry);
 	} else if (st_short_of(i, o->want, o->got)) {
 		warn_clamp(fd, i, o->want, o->got, dry);
 	}

@@ -1,15 +1,18 @@
 #!/bin/sh
 # Runs every test: the unit binaries in $BUILD/tests/unit, then every tests/t_*.sh.
 # Each prints "PASS name", "FAIL name: why" or "SKIP name: why" lines; this script counts
-# them and ends with "N passed, N failed".  A test that exits non-zero without a FAIL line
-# counts as one failure, so a crash cannot pass silently.
+# them and ends with the reasons of the skips, grouped (each reason once, then the tests and
+# checks it skipped), and last the count line: "N passed, N failed" (", N skipped" added when
+# some were).  A test that exits non-zero without a FAIL line counts as one failure, so a
+# crash cannot pass silently.
 BUILD=${BUILD:-build}
 export BUILD
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export ROOT
 ONLY=${TESTS:-}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+skips=$(mktemp)
+trap 'rm -f "$out" "$skips"' EXIT
 pass=0 fail=0 skip=0
 
 run_one() {
@@ -32,6 +35,8 @@ run_one() {
 		f=1
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	# "reason<TAB>test/check" for the summary
+	sed -n "s/^SKIP \([^:]*\): \(.*\)$/\2	$name\/\1/p" "$out" >>"$skips"
 }
 
 for t in "$BUILD"/tests/unit/*; do
@@ -42,6 +47,12 @@ for t in "$ROOT"/tests/t_*.sh; do
 done
 
 echo
+if [ -s "$skips" ]; then
+	echo "skipped, by reason:"
+	sort "$skips" | awk -F '\t' '$1 != r { if (NR > 1) print line; r = $1; line = "  " r ": " $2; next }
+		{ line = line ", " $2 } END { print line }'
+	echo
+fi
 if [ "$skip" -gt 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"
 else

@@ -42,8 +42,28 @@ if [ "$RMEM" -le 268435456 ]; then
 	"$CMD" check --strict --rcvbuf "$want" >"$TMP/out" 2>&1
 	rc=$?
 	line=$(grep '^  rcvbuf ' "$TMP/out")
-	expect="  rcvbuf        $want -> $((RMEM * 2)) (kernel reports 2x)  clamped by net.core.rmem_max=$RMEM: sysctl -w net.core.rmem_max=$want, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1 (--rcvbuf-force)"
+	# the fix fits the capabilities present: held, add --rcvbuf-force; not held, both
+	head="  rcvbuf        $want -> $((RMEM * 2)) (kernel reports 2x)  clamped by net.core.rmem_max=$RMEM: sysctl -w net.core.rmem_max=$want"
+	if [ $cap -eq 1 ]; then
+		expect="$head, or add --rcvbuf-force (SOCKTUNE_RCVBUF_FORCE=1; CAP_NET_ADMIN is held)"
+	else
+		expect="$head, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1 (--rcvbuf-force)"
+	fi
 	check check_rcvbuf_clamped "got '$line'" "$line" = "$expect"
+	drop="--inh-caps=-all --bounding-set=-all"
+	# shellcheck disable=SC2086 # the setpriv options are split on purpose
+	if [ $cap -eq 1 ] && command -v setpriv >/dev/null 2>&1 && setpriv $drop true 2>/dev/null; then
+		setpriv $drop "$CMD" check --rcvbuf "$want" >"$TMP/out" 2>&1
+		line=$(grep '^  rcvbuf ' "$TMP/out")
+		check check_rcvbuf_clamped_nocap "got '$line'" \
+			"$line" = "$head, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1 (--rcvbuf-force)"
+		setpriv $drop "$CMD" check --rcvbuf "$want" --rcvbuf-force >"$TMP/out" 2>&1
+		line=$(grep '^  rcvbuf ' "$TMP/out")
+		check check_rcvbuf_forced_nocap "got '$line'" -n "$(printf '%s' "$line" |
+			grep -F "SO_RCVBUF fallback): sysctl -w net.core.rmem_max=$want, or grant CAP_NET_ADMIN (for SOCKTUNE_RCVBUF_FORCE=1)")"
+	else
+		skip check_rcvbuf_clamped_nocap "CAP_NET_ADMIN not held, or setpriv cannot drop it"
+	fi
 	check check_strict_clamped "status $rc" $rc -eq 1
 	"$CMD" check --rcvbuf "$want" >/dev/null 2>&1
 	check check_clamped_no_strict "status $?" $? -eq 0
@@ -99,13 +119,33 @@ check check_backlog_fits "status $rc, $(grep '^  backlog' "$TMP/out" | tr '\n' '
 	"$(grep -c "^  backlog  *$SOMAX -> $SOMAX  ok" "$TMP/out")" -eq 1 -a \
 	"$(grep -c '^  backlog-min .*ignored: --backlog is set' "$TMP/out")" -eq 1
 
-# Memory exposure: per connection x RLIMIT_NOFILE, tcp_mem in pages.
+# Memory exposure: per connection x RLIMIT_NOFILE, tcp_mem in pages; in KiB, MiB, GiB.
 "$CMD" check --rcvbuf 64K --sndbuf 64K >"$TMP/out" 2>&1
-per=$(sed -n 's/^  per connection = \([0-9]*\) bytes.*/\1/p' "$TMP/out")
-worst=$(sed -n 's/^  worst case = \([0-9]*\) bytes.*/\1/p' "$TMP/out")
 nofile=$(ulimit -n)
-check check_memory "per '$per' worst '$worst'" "$per" = 262144 -a \
-	"$worst" = "$((262144 * nofile))" -a "$(grep -c 'net.ipv4.tcp_mem max = .* pages x' "$TMP/out")" -eq 1
+# the unit a person reads: whole when exact, else one decimal (powers of 1024)
+human() {
+	$PY -c 'import sys
+b = int(sys.argv[1]); u = 0; w = 1024
+if b < 1024: print("%d bytes" % b); sys.exit()
+while u < 3 and b >= w * 1024: w *= 1024; u += 1
+n = ["KiB", "MiB", "GiB", "TiB"][u]
+print("%d %s" % (b // w, n) if b % w == 0 else "%.1f %s" % (b / w, n))' "$1"
+}
+per=$(grep '^  per connection = ' "$TMP/out")
+worst=$(grep '^  worst case = ' "$TMP/out")
+check check_memory "per '$per' worst '$worst'" \
+	"$per" = "  per connection = 256 KiB   # receive 128 KiB (rcvbuf) + send 128 KiB (sndbuf)" -a \
+	"$worst" = "  worst case = $(human $((262144 * nofile)))   # x $nofile descriptors (RLIMIT_NOFILE)" -a \
+	"$(grep -c 'net.ipv4.tcp_mem max = [0-9.]* [KMGT]iB   # [0-9]* pages x' "$TMP/out")" -eq 1 -a \
+	"$(grep -c '[0-9]\{7,\} bytes' "$TMP/out")" -eq 0
+# no buffer size configured: no memory section (autotuning's maximum is the host's)
+"$CMD" check >"$TMP/out" 2>&1
+"$CMD" check --nodelay >"$TMP/out2" 2>&1
+check check_memory_only_buffers "$(grep -A1 '^memory' "$TMP/out" "$TMP/out2" | tr '\n' '|')" \
+	"$(grep -c '^memory\|worst case' "$TMP/out" "$TMP/out2" | grep -vc ':0$')" -eq 0
+"$CMD" check --sndbuf 1M >"$TMP/out" 2>&1
+check check_memory_sndbuf "$(grep '^  per connection' "$TMP/out")" \
+	"$(grep -c '^  per connection = .* + send 2 MiB (sndbuf)$' "$TMP/out")" -eq 1
 
 # --json: parses, and carries the same values.
 "$CMD" check --json --strict --backlog "$want" --rcvbuf 64K >"$TMP/json" 2>"$TMP/err"

@@ -102,6 +102,42 @@ else
 	fail man1-every-option "$CLI not built"
 fi
 
+# ---- the capability an option needs: the table's one text (--help prints it from the
+# table's needs) in the option's entry of each document, and no other ----
+# needs_list: "option<TAB>variable<TAB>needs" for each entry of --help with "(needs ...)"
+needs_list() {
+	"$CLI" --help | awk '/^  --/ { if (o) print o "\t" t; o = $1; t = $0; next }
+		/^      / { t = t " " $0; next } { if (o) print o "\t" t; o = "" }' | tr -s ' ' |
+		sed -n 's/^\(--[a-z-]*\)\t.*(needs \(CAP_[A-Z_]*\( or CAP_[A-Z_]*\)*\)) \[\(SOCKTUNE_[A-Z_]*\);.*/\1\t\4\t\2/p'
+}
+# caps_in TEXT: every capability phrase ("CAP_A or CAP_B") of TEXT, one a line
+caps_in() {
+	printf '%s\n' "$1" | tr -s ' \n' '  ' | grep -o 'CAP_[A-Z_]*\( or CAP_[A-Z_]*\)*' | sort -u
+}
+# needs_drift MAN1 MAN7 README: "doc option: found" for each entry that says another text
+needs_drift() {
+	needs_list | while IFS="$(printf '\t')" read -r o v n; do
+		m1=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' "$1" | awk -v o="$o" '
+			prev == ".TP" { on = $0 ~ ("^[.]B[IR]* " o "( |$)") }
+			on && $0 != ".TP" { print } { prev = $0 }')
+		m7=$(awk -v v="$v" 'index($0, v "=") { on = 1 } on && /^\.TP/ { on = 0 } on' "$2")
+		rd=$(grep "^| \`$v\`" "$3")
+		for d in "socktune.1:$m1" "libsocktune.7:$m7" "README.md:$rd"; do
+			c=$(caps_in "${d#*:}")
+			[ "$c" = "$n" ] || echo "${d%%:*} $o: '$(printf '%s' "$c" | tr '\n' '|')', want '$n'"
+		done
+	done
+}
+if [ -x "$CLI" ]; then
+	nn=$(needs_list | grep -c .)
+	check needs-found "--help names $nn options with (needs ...)" "$nn" -ge 2
+	sed 's/^SO_MARK: a number.*/SO_MARK (needs CAP_NET_ADMIN)./' docs/socktune.1 >"$TMP/needs.1"
+	check selftest-needs "the old --mark text went unnoticed" \
+		-n "$(needs_drift "$TMP/needs.1" docs/libsocktune.7 README.md | grep 'socktune.1 --mark')"
+	d=$(needs_drift docs/socktune.1 docs/libsocktune.7 README.md | tr '\n' ';')
+	check needs-one-text "capability texts that are not the table's: $d" -z "$d"
+fi
+
 # ---- the pages render without warnings ----
 if command -v groff >/dev/null 2>&1; then
 	for f in docs/*.1 docs/*.7; do

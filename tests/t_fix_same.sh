@@ -32,6 +32,18 @@ tfo=$(cat /proc/sys/net/ipv4/tcp_fastopen)
 if [ "$rmem" -lt 268435456 ]; then
 	want=$((rmem * 2))
 	same rcvbuf_clamp "$(lib_fix rcvbuf clamp SOCKTUNE_RCVBUF=$want)" "$(check_fix --rcvbuf $want)"
+	# without any capability: the same fix on both sides, and not the one for CAP_NET_ADMIN held
+	nocap="--inh-caps=-all --bounding-set=-all"
+	# shellcheck disable=SC2086 # the setpriv options are split on purpose
+	if command -v setpriv >/dev/null && setpriv $nocap true 2>/dev/null; then
+		lf=$(SRV_WRAP="setpriv $nocap" lib_fix rcvbuf_nocap clamp SOCKTUNE_RCVBUF=$want)
+		same rcvbuf_clamp_nocap "$lf" "$(setpriv $nocap "$CLI" check --json --rcvbuf $want |
+			json_get - options.0.fix)"
+		check rcvbuf_clamp_nocap_text "library: '$lf'" \
+			"$lf" = "sysctl -w net.core.rmem_max=$want, or CAP_NET_ADMIN with SOCKTUNE_RCVBUF_FORCE=1 (--rcvbuf-force)"
+	else
+		skip rcvbuf_clamp_nocap "setpriv cannot drop capabilities here"
+	fi
 else
 	skip rcvbuf_clamp "net.core.rmem_max=$rmem: too large to exceed"
 fi

@@ -182,8 +182,37 @@ static void test_refusals(void)
 	end_group("refusal_fixes");
 }
 
+/* A refused congestion control: not allowed (available), not loaded (a module), missing
+ * (neither: the available ones, and never the allowed list, in the fix). */
+static void test_congestion(void)
+{
+	static const struct {
+		const char *name;
+		int module;
+		const char *reason, *why, *fix, *not_in_fix;
+	} cases[] = {
+		{"cubic", 0, "not-allowed", "not allowed (net.ipv4.tcp_allowed_congestion_control=reno bbr)",
+		 "sysctl -w net.ipv4.tcp_allowed_congestion_control=\"reno bbr cubic\"", "modprobe"},
+		{"vegas", 1, "not-loaded", "the module tcp_vegas is installed", "modprobe tcp_vegas",
+		 "allowed"},
+		{"nosuch", 0, "missing",
+		 "missing: this kernel has no nosuch, built in or as a module (available: reno bbr cubic)",
+		 "use one of the available: reno bbr cubic", "allowed"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char why[300], fix[300];
+		const char *r = st_why_congestion(cases[k].name, "reno bbr cubic", "reno bbr",
+		                                  cases[k].module, why, sizeof why, fix, sizeof fix);
+		if (strcmp(r, cases[k].reason) != 0 || !strstr(why, cases[k].why) ||
+		    !strstr(fix, cases[k].fix) || strstr(fix, cases[k].not_in_fix))
+			CASE_FAIL("%s: %s / why '%s' / fix '%s'", cases[k].name, r, why, fix);
+	}
+	end_group("congestion_why");
+}
+
 int main(void)
 {
+	test_congestion();
 	test_refusals();
 	test_hz();
 	test_rounding();
