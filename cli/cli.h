@@ -13,6 +13,12 @@
 #include "socktune_kernel.h"
 #include "socktune_stats.h"
 
+/* Where make install puts the library, seen from the command's directory (the Makefile sets
+ * it from LIBDIR): run.c looks there after the command's own directory. */
+#ifndef ST_LIBDIR_FROM_BIN
+#define ST_LIBDIR_FROM_BIN "../lib"
+#endif
+
 #define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
 
 /* ---- args.c: the command line ---- */
@@ -164,6 +170,9 @@ int supervise_main(const struct cli *c, const struct st_policy *p);
 void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
 void report_json(const struct report *r);
 void report_text(const struct report *r);
+
+/* ---- complete.c: socktune --list-options [SUBCOMMAND], for the shell's completion ---- */
+int list_options(FILE *out, const char *sub);
 
 /* ---- stats.c, statsview.c, statsprom.c, outfile.c: socktune stats ---- */
 
