@@ -79,11 +79,11 @@ void usage(FILE *f)
 	        "program named 'check': socktune -- check.\n"
 	        "\n"
 	        "Environment: SOCKTUNE_* as above; %s=PATH to use that library instead of the\n"
-	        "one next to the command (./libsocktune.so, then ../lib/libsocktune.so).\n"
+	        "one next to the command (./libsocktune.so, then %s/libsocktune.so).\n"
 	        "\n"
 	        "Exit status: the program's; 2 for a bad option or value (the program is not\n"
 	        "started); 126 when the program cannot be executed, 127 when it is not found.\n",
-	        CLI_MAX_ROUTES, ST_ENV_LIBRARY);
+	        CLI_MAX_ROUTES, ST_ENV_LIBRARY, ST_LIBDIR_FROM_BIN);
 }
 
 /* check --route ADDR: an address literal (a name would be resolved, perhaps to another
