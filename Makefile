@@ -5,12 +5,21 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
+# Where make install puts libsocktune.so (the Debian package: /usr/lib/<multiarch>/socktune);
+# under PREFIX, since the command finds it from its own directory, PREFIX/bin.
+LIBDIR  ?= $(PREFIX)/lib
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# The version, in one place (include/socktune.h); debian/changelog must agree (make deb,
+# t_version).
+VERSION := $(shell sed -n 's/^\#define ST_VERSION "\(.*\)"/\1/p' include/socktune.h)
 
 WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
            -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
+CPPFLAGS ?=
 ST_CFLAGS := -std=gnu11 $(WARN) -fno-common -fstack-protector-strong \
-             -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iinclude -Ishim -Icommon $(CFLAGS)
+             -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iinclude -Ishim -Icommon $(CPPFLAGS) $(CFLAGS)
 ifeq ($(CI),true)
 ST_CFLAGS += -Werror
 endif
@@ -42,7 +51,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
 
-.PHONY: all static test demo bench bench-quick bench-bins clean install uninstall
+.PHONY: all static test demo bench bench-quick bench-bins clean install uninstall deb FORCE
 all: $(LIB) $(CLI)
 
 $(BUILD)/lib/%.o: %.c $(HDRS)
@@ -52,16 +61,28 @@ $(BUILD)/lib/%.o: %.c $(HDRS)
 $(LIB): $(LIB_OBJ) shim/libsocktune.map
 	$(CC) $(ST_CFLAGS) $(SHLIB_LDFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
 
-$(CLI): $(CLI_SRC) $(HDRS)
+# The library directory as the command sees it from PREFIX/bin; the stamp changes (and the
+# command is rebuilt) when LIBDIR does.
+ifeq ($(filter $(PREFIX)/%,$(LIBDIR)),)
+$(error LIBDIR=$(LIBDIR) must be under PREFIX=$(PREFIX): the command finds the library from $(PREFIX)/bin)
+endif
+LIBDIR_FROM_BIN := ../$(patsubst $(PREFIX)/%,%,$(LIBDIR))
+$(BUILD)/libdir.stamp: FORCE
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -Wl,-z,relro,-z,now $(LDFLAGS) -o $@ $(CLI_SRC)
+	@echo '$(LIBDIR_FROM_BIN)' | cmp -s - $@ || echo '$(LIBDIR_FROM_BIN)' >$@
+
+$(CLI): $(CLI_SRC) $(HDRS) $(BUILD)/libdir.stamp
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) -DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' -Wl,-z,relro,-z,now $(LDFLAGS) \
+		-o $@ $(CLI_SRC)
 
 # For images without a libc of their own (FROM scratch + a static server is out of reach
 # of LD_PRELOAD anyway, but a distroless image with a dynamic server has no shell either).
 static: $(CLI_STATIC)
-$(CLI_STATIC): $(CLI_SRC) $(HDRS)
+$(CLI_STATIC): $(CLI_SRC) $(HDRS) $(BUILD)/libdir.stamp
 	@mkdir -p $(@D)
-	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -static $(LDFLAGS) -o $@ $(CLI_SRC)
+	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' \
+		-static $(LDFLAGS) -o $@ $(CLI_SRC)
 
 # Unit tests link the pure parts directly: no preload involved.
 $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
@@ -112,20 +133,39 @@ bench-quick: bench-bins
 clean:
 	rm -rf $(BUILD)
 
-# The command finds the library at ../lib/libsocktune.so from its own directory.
+# The command finds the library at LIBDIR (../lib) from its own directory, PREFIX/bin.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libsocktune.so
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libsocktune.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/socktune
-	$(if $(MAN1),install -d $(DESTDIR)$(PREFIX)/share/man/man1)
-	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(PREFIX)/share/man/man1/)
-	$(if $(MAN7),install -d $(DESTDIR)$(PREFIX)/share/man/man7)
-	$(if $(MAN7),install -m 0644 $(MAN7) $(DESTDIR)$(PREFIX)/share/man/man7/)
+	install -m 0644 completion/socktune.bash $(DESTDIR)$(BASHCOMPDIR)/socktune
+	$(if $(MAN1),install -d $(DESTDIR)$(MANDIR)/man1)
+	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(MAN7),install -d $(DESTDIR)$(MANDIR)/man7)
+	$(if $(MAN7),install -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/)
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libsocktune.so $(DESTDIR)$(PREFIX)/bin/socktune
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1)))
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
+	rm -f $(DESTDIR)$(LIBDIR)/libsocktune.so $(DESTDIR)$(PREFIX)/bin/socktune
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/socktune
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
+
+# The Debian package (debian/), built from a copy of the tree in DEBDIR, where
+# dpkg-buildpackage leaves it (it writes to the parent of the tree it builds):
+# DEBDIR/socktune_VERSION_ARCH.deb.  Needs dpkg-dev and debhelper.
+DEBDIR ?= $(BUILD)/deb
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and dh (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version); [ "$$v" = "$(VERSION)" ] || \
+		{ echo "make deb: debian/changelog says $$v, include/socktune.h $(VERSION)" >&2; exit 1; }
+	rm -rf $(DEBDIR)
+	mkdir -p $(DEBDIR)/socktune-$(VERSION)
+	tar -cf - --exclude=./.git --exclude='./build*' --exclude=./config.mak --exclude='./$(BUILD)' . | \
+		tar -C $(DEBDIR)/socktune-$(VERSION) -xf -
+	cd $(DEBDIR)/socktune-$(VERSION) && dpkg-buildpackage -us -uc -b
+	rm -rf $(DEBDIR)/socktune-$(VERSION)
+	@echo "make deb: $$(ls $(DEBDIR)/*.deb)"
 
 # ---- hardening (docs/hardening.md): each its own build directory ----
 # make asan / ubsan: the whole suite with the library and the test helpers built with the

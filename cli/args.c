@@ -64,6 +64,7 @@ void usage(FILE *f)
 	        "       socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
 	        "       socktune attach [OPTIONS] [--connections] [--follow] [--json] PID...|:PORT...\n"
 	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
+	        "       socktune stats --format prometheus [--output PATH] [--watch SECONDS] FILE...\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
 	        "tunes its TCP listeners and logs what the kernel applied.  'check' shows what this\n"
@@ -104,17 +105,21 @@ void usage(FILE *f)
 	        "               it\n"
 	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
 	        "               interrupted)\n"
+	        "  --format F   stats: table (default), json (= --json) or prometheus (the text\n"
+	        "               exposition format; several FILEs)\n"
+	        "  --output PATH  stats --format prometheus: replace PATH whole each time (a new file\n"
+	        "               beside it, renamed over it), e.g. for node_exporter's textfile collector\n"
 	        "  --help, --version\n"
 	        "\n"
 	        "Options end at '--' or at the first argument that is not an option.  To run a\n"
 	        "program named 'check': socktune -- check.\n"
 	        "\n"
 	        "Environment: SOCKTUNE_* as above; %s=PATH to use that library instead of the\n"
-	        "one next to the command (./libsocktune.so, then ../lib/libsocktune.so).\n"
+	        "one next to the command (./libsocktune.so, then %s/libsocktune.so).\n"
 	        "\n"
 	        "Exit status: the program's; 2 for a bad option or value (the program is not\n"
 	        "started); 126 when the program cannot be executed, 127 when it is not found.\n",
-	        CLI_MAX_ROUTES, ST_ENV_LIBRARY);
+	        CLI_MAX_ROUTES, ST_ENV_LIBRARY, ST_LIBDIR_FROM_BIN);
 }
 
 /* check --route ADDR: an address literal (a name would be resolved, perhaps to another

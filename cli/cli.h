@@ -11,6 +11,13 @@
 #include "socktune.h"
 #include "socktune_apply.h"
 #include "socktune_kernel.h"
+#include "socktune_stats.h"
+
+/* Where make install puts the library, seen from the command's directory (the Makefile sets
+ * it from LIBDIR): run.c looks there after the command's own directory. */
+#ifndef ST_LIBDIR_FROM_BIN
+#define ST_LIBDIR_FROM_BIN "../lib"
+#endif
 
 #define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
 
@@ -174,15 +181,55 @@ void memory_exposure(const struct host *h, const struct verdict *v, int n, struc
 void report_json(const struct report *r);
 void report_text(const struct report *r);
 
-/* ---- stats.c: socktune stats ---- */
+/* ---- complete.c: socktune --list-options [SUBCOMMAND], for the shell's completion ---- */
+int list_options(FILE *out, const char *sub);
+
+/* ---- stats.c, statsview.c, statsprom.c, outfile.c: socktune stats ---- */
+
+enum stats_format { STATS_TABLE, STATS_JSON, STATS_PROMETHEUS };
+#define STATS_MAX_FILES 256
 
 struct stats_args {
-	int json;
+	enum stats_format format;
 	long long every, times; /* --watch, --count; 0: not given */
-	const char *file;
+	const char *output;     /* --output PATH (prometheus): replaced atomically */
+	const char *files[STATS_MAX_FILES];
+	int nfiles;
 };
 
 enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg);
 int stats_main(const struct stats_args *s);
+
+/* One stats file as read: the snapshot, the live counters when they could be read, which of
+ * the two f points at and why, and the netns counters now. */
+struct stats_source {
+	int live;     /* 1: read from the process now */
+	int64_t from; /* that process */
+	double age;   /* snapshot: seconds since it was written, -1 unknown */
+	char why[96]; /* snapshot: why not live */
+};
+struct stats_netns {
+	int same; /* the reader is in the writer's network namespace */
+	long long overflows, drops;
+};
+struct stats_view {
+	struct st_stats_file snap, live;
+	const struct st_stats_file *f;
+	struct stats_source src;
+	struct stats_netns ns;
+};
+/* 0, or 1 with a message on stderr (unreadable, not a stats file, another version). */
+int stats_view_load(const char *path, struct stats_view *v);
+int stats_running(const struct st_stats_file *f);
+long long stats_delta(long long now, long long start); /* -1 when either is unknown */
+
+/* The Prometheus text format of n files; views[i] NULL: paths[i] could not be read. */
+void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *const *views,
+                      int n);
+
+/* Replace path with the n bytes of data: a new file in the same directory, written, fsynced
+ * and renamed over path; an existing path that is not a regular file is refused.  0, or -1
+ * with a message in err and nothing left behind. */
+int write_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
 
 #endif

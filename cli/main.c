@@ -1,5 +1,6 @@
-/* The socktune command: which of its three programs runs (socktune PROGRAM: run.c; check:
- * check.c; stats: stats.c), and the exit status, which main alone decides. */
+/* The socktune command: which of its programs runs (socktune PROGRAM: run.c; check:
+ * check.c; attach: attach.c; stats: stats.c; --list-options, for the shell's completion:
+ * complete.c), and the exit status, which main alone decides. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,8 @@ static int exit_status(enum cli_status r)
 int main(int argc, char **argv)
 {
 	enum cli_status r;
+	if (argc > 1 && strcmp(argv[1], "--list-options") == 0) /* for the completion */
+		return list_options(stdout, argc > 2 ? argv[2] : NULL);
 	if (argc > 1 && strcmp(argv[1], "stats") == 0) {
 		struct stats_args s;
 		r = stats_parse(argc - 1, argv + 1, &s, stderr);

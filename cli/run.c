@@ -46,14 +46,19 @@ static int find_library(const char *argv0, char *lib)
 		return -1;
 	}
 	*slash = '\0';
-	static const char *const places[] = {"/libsocktune.so", "/../lib/libsocktune.so"};
+	/* Beside the command (the build directory), then where make install put it: the
+	 * library directory as seen from the command's (ST_LIBDIR_FROM_BIN, from the Makefile's
+	 * LIBDIR: ../lib, or ../lib/<multiarch>/socktune in the Debian package), so an
+	 * installed tree works wherever it is unpacked. */
+	static const char *const places[] = {"/libsocktune.so",
+	                                     "/" ST_LIBDIR_FROM_BIN "/libsocktune.so"};
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(try, sizeof try, "%s%s", self, places[i]);
 		if (realpath(try, lib) && access(lib, R_OK) == 0)
 			return 0;
 	}
-	usage_error(stderr, "libsocktune.so not found in %s or %s/../lib; set %s", self, self,
-	            ST_ENV_LIBRARY);
+	usage_error(stderr, "libsocktune.so not found in %s or %s/%s; set %s", self, self,
+	            ST_LIBDIR_FROM_BIN, ST_ENV_LIBRARY);
 	return -1;
 }
 

@@ -16,6 +16,7 @@
 #include "socktune_host.h"
 #include "socktune_json.h"
 #include "socktune_stats.h"
+#include "cli.h"
 
 /* A damaged file (or a copy read while a slot was being filled) must not make us read past
  * a string. */
@@ -52,12 +53,7 @@ static int load(const char *path, struct st_stats_file *f)
 	return 0;
 }
 
-struct netns_now {
-	int same; /* the reader is in the writer's network namespace */
-	long long overflows, drops;
-};
-
-static void netns_now(const struct st_stats_file *f, struct netns_now *o)
+static void netns_now(const struct st_stats_file *f, struct stats_netns *o)
 {
 	char ns[sizeof f->netns] = "";
 	ssize_t n = readlink("/proc/self/ns/net", ns, sizeof ns - 1);
@@ -67,7 +63,7 @@ static void netns_now(const struct st_stats_file *f, struct netns_now *o)
 	o->drops = o->same ? st_netstat("ListenDrops") : -1;
 }
 
-static long long delta(long long now, long long start)
+long long stats_delta(long long now, long long start)
 {
 	return now >= 0 && start >= 0 ? now - start : -1;
 }
@@ -77,18 +73,10 @@ static int alive(int64_t pid)
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-static int running(const struct st_stats_file *f)
+int stats_running(const struct st_stats_file *f)
 {
 	return alive(f->pid);
 }
-
-/* Where the values shown come from. */
-struct source {
-	int live;        /* 1: read from the process now */
-	int64_t from;    /* that process */
-	double age;      /* snapshot: seconds since it was written, -1 unknown */
-	char why[96];    /* snapshot: why not live */
-};
 
 /* The live counters of the process that holds them (the maker, else the worker that wrote
  * the snapshot, which shares them), checked to be the same counters as the file's. */
@@ -112,7 +100,7 @@ static int read_live(const struct st_stats_file *snap, int64_t pid, struct st_st
 }
 
 static const struct st_stats_file *choose(const struct st_stats_file *snap,
-                                          struct st_stats_file *live, struct source *src)
+                                          struct st_stats_file *live, struct stats_source *src)
 {
 	memset(src, 0, sizeof *src);
 	int64_t pids[2] = {snap->pid, snap->snapshot_pid};
@@ -141,11 +129,12 @@ static const struct st_stats_file *choose(const struct st_stats_file *snap,
 	return snap;
 }
 
-static void print_json(const struct st_stats_file *f, const struct netns_now *ns,
-                       const struct source *src)
+static void print_json(const struct st_stats_file *f, const struct stats_netns *ns,
+                       const struct stats_source *src)
 {
 	printf("{\"version\":%u,\"pid\":%lld,\"running\":%s,\"started\":%lld,",
-	       f->version, (long long)f->pid, running(f) ? "true" : "false", (long long)f->started);
+	       f->version, (long long)f->pid, stats_running(f) ? "true" : "false",
+	       (long long)f->started);
 	if (src->live)
 		printf("\"source\":\"live\",\"read_from\":%lld,", (long long)src->from);
 	else
@@ -163,8 +152,8 @@ static void print_json(const struct st_stats_file *f, const struct netns_now *ns
 	       (unsigned long long)f->quickack_rearms, (unsigned long long)f->setsockopt_failures,
 	       (unsigned long long)f->app_overrides_refused, (unsigned long long)f->retired_listeners,
 	       (unsigned long long)f->retired_accepted, (long long)f->listen_overflows_start,
-	       ns->overflows, delta(ns->overflows, f->listen_overflows_start),
-	       (long long)f->listen_drops_start, ns->drops, delta(ns->drops, f->listen_drops_start));
+	       ns->overflows, stats_delta(ns->overflows, f->listen_overflows_start),
+	       (long long)f->listen_drops_start, ns->drops, stats_delta(ns->drops, f->listen_drops_start));
 	uint32_t n = f->listeners_used < ST_STATS_LISTENERS ? f->listeners_used : ST_STATS_LISTENERS;
 	int first = 1;
 	for (uint32_t i = 0; i < n; i++) {
@@ -185,7 +174,7 @@ static void print_json(const struct st_stats_file *f, const struct netns_now *ns
 }
 
 static void print_table(const char *path, const struct st_stats_file *f,
-                        const struct netns_now *ns, const struct source *src)
+                        const struct stats_netns *ns, const struct stats_source *src)
 {
 	char when[32] = "?";
 	time_t t = (time_t)f->started;
@@ -193,7 +182,7 @@ static void print_table(const char *path, const struct st_stats_file *f,
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
 	printf("%s: pid %lld (%s), started %s, netns %s\n", path, (long long)f->pid,
-	       running(f) ? "running" : "not running", when, f->netns);
+	       stats_running(f) ? "running" : "not running", when, f->netns);
 	if (src->live) {
 		printf("values: live, read from pid %lld\n", (long long)src->from);
 	} else {
@@ -207,8 +196,8 @@ static void print_table(const char *path, const struct st_stats_file *f,
 	if (ns->same)
 		printf("ListenOverflows since start: %lld   ListenDrops since start: %lld   "
 		       "(netns-wide: every listener in it counts)\n",
-		       delta(ns->overflows, f->listen_overflows_start),
-		       delta(ns->drops, f->listen_drops_start));
+		       stats_delta(ns->overflows, f->listen_overflows_start),
+		       stats_delta(ns->drops, f->listen_drops_start));
 	else
 		printf("ListenOverflows since start: n/a (read from another network namespace)\n");
 	printf("quick-ack re-arms %llu   setsockopt failures %llu   app overrides refused %llu\n",
@@ -234,19 +223,24 @@ static void print_table(const char *path, const struct st_stats_file *f,
 	}
 }
 
+int stats_view_load(const char *path, struct stats_view *v)
+{
+	if (load(path, &v->snap) != 0)
+		return 1;
+	v->f = choose(&v->snap, &v->live, &v->src);
+	netns_now(v->f, &v->ns);
+	return 0;
+}
+
 int st_stats_print(const char *path, int json)
 {
-	static struct st_stats_file snap, live; /* ~25 KiB each: not on the stack */
-	if (load(path, &snap) != 0)
+	static struct stats_view v; /* ~50 KiB: not on the stack */
+	if (stats_view_load(path, &v) != 0)
 		return 1;
-	struct source src;
-	const struct st_stats_file *f = choose(&snap, &live, &src);
-	struct netns_now ns;
-	netns_now(f, &ns);
 	if (json)
-		print_json(f, &ns, &src);
+		print_json(v.f, &v.ns, &v.src);
 	else
-		print_table(path, f, &ns, &src);
+		print_table(path, v.f, &v.ns, &v.src);
 	fflush(stdout);
 	return 0;
 }

@@ -6,7 +6,7 @@
 
 /* The length of the UTF-8 sequence at u, or 0 when it is not one: no overlong forms, no
  * surrogates, nothing past U+10FFFF.  Stops at a NUL (it is no continuation byte). */
-static int utf8_len(const unsigned char *u)
+int st_utf8_len(const unsigned char *u)
 {
 	unsigned char c = *u;
 	int len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
@@ -35,7 +35,7 @@ void st_json_str(FILE *f, const char *s)
 			fputc(c, f);
 			u++;
 		} else {
-			int len = utf8_len(u);
+			int len = st_utf8_len(u);
 			if (len) {
 				fwrite(u, 1, (size_t)len, f);
 				u += len;

@@ -9,4 +9,8 @@
  * are not UTF-8 become U+FFFD, so the output always parses whatever s holds. */
 void st_json_str(FILE *f, const char *s);
 
+/* The length of the UTF-8 character at u, or 0 when the bytes there are not one (overlong,
+ * surrogate, past U+10FFFF, cut short): the test both writers of text from a file use. */
+int st_utf8_len(const unsigned char *u);
+
 #endif

@@ -21,6 +21,22 @@ for m in "$ROOT"/docs/*.1 "$ROOT"/docs/*.7; do
 	[ -f "$D/opt/st/share/man/man$sec/$(basename "$m")" ] || man=$((man + 1))
 done
 check install_man_pages "$man man pages not installed" $man -eq 0
+comp=$D/opt/st/share/bash-completion/completions/socktune
+check install_completion "no $comp" -f "$comp"
+if [ -f "$comp" ] && command -v bash >/dev/null 2>&1; then
+	got=$(bash -c '. "$1"; COMP_WORDS=("$2" check --jso); COMP_CWORD=2; _socktune; echo "${COMPREPLY[*]}"' \
+		sh "$comp" "$D/opt/st/bin/socktune" 2>&1)
+	check install_completion_works "offers '$got' for check --jso" "$got" = --json
+fi
+# LIBDIR elsewhere under PREFIX: the command is rebuilt to look there
+D2=$TMP/dest2
+if make -s -C "$ROOT" install BUILD="$TMP/b2" PREFIX=/opt/st LIBDIR=/opt/st/lib/x/socktune DESTDIR="$D2" \
+	>"$TMP/make2.out" 2>&1; then
+	got=$("$D2/opt/st/bin/socktune" -- "$PROBE" env LD_PRELOAD 2>&1)
+	check install_libdir "got '$got'" "$got" = "LD_PRELOAD=$D2/opt/st/lib/x/socktune/libsocktune.so"
+else
+	fail install_libdir "make install LIBDIR=...: $(tail -n 3 "$TMP/make2.out")"
+fi
 make -s -C "$ROOT" uninstall BUILD="$B" PREFIX=/opt/st DESTDIR="$D" >"$TMP/make.out" 2>&1
 left=$(find "$D" -type f | tr '\n' ' ')
 check uninstall "left: $left" -z "$left"

@@ -1,0 +1,105 @@
+# bash completion for socktune(1).  What it offers comes from the command itself:
+# `socktune --list-options` names the subcommands, `socktune --list-options SUB` the options
+# of one (run: running a program), each "--name", "--name ARG" or "--name ARG<TAB>values",
+# the policy options read from the same table as --help.  So the completion of an installed
+# socktune is that socktune's, and nothing here goes stale when an option is added.
+# Installed as $(PREFIX)/share/bash-completion/completions/socktune.
+
+_socktune()
+{
+	local cur=${COMP_WORDS[COMP_CWORD]} prev= cmd=${COMP_WORDS[0]} sub=run i=1 w line
+	local -a lines opts
+	local -A takes values
+	COMPREPLY=()
+	((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+	# the command as typed (./build/socktune), else the one on PATH
+	cmd=${cmd/#\~/$HOME}
+	[[ $cmd == */* && -x $cmd ]] || cmd=$(type -P socktune) || return 0
+
+	case ${COMP_WORDS[1]-} in
+	check | attach | stats | doctor) sub=${COMP_WORDS[1]} i=2 ;;
+	esac
+	if ((COMP_CWORD == 1)) && [[ $cur != -* ]]; then
+		local subs
+		subs=$("$cmd" --list-options 2>/dev/null | grep -vx run)
+		COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+		[[ -n $cur ]] && COMPREPLY+=($(compgen -c -- "$cur"))
+		return 0
+	fi
+
+	mapfile -t lines < <("$cmd" --list-options "$sub" 2>/dev/null)
+	for line in "${lines[@]}"; do
+		w=${line%%[ $'\t']*}
+		opts+=("$w")
+		[[ $line == *' '* ]] && { takes[$w]=1; values[$w]=; }
+		[[ $line == *$'\t'* ]] && values[$w]=${line#*$'\t'}
+		[[ $line == *' '* ]] && { local a=${line#* }; a=${a%%$'\t'*}; [[ $a == PATH || $a == FILE ]] && values[$w]=@files; }
+	done
+
+	# --opt=value: bash splits the word at '=' (COMP_WORDBREAKS)
+	if [[ $cur == = ]]; then
+		cur= prev=${COMP_WORDS[COMP_CWORD - 1]}
+	elif [[ $prev == = ]] && ((COMP_CWORD >= 2)); then
+		prev=${COMP_WORDS[COMP_CWORD - 2]}
+	fi
+
+	# where we are: after an option that takes a value, after `--` or the program (run)
+	local expect_value=0 program_at=0
+	for ((; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if ((expect_value)); then
+			expect_value=0
+			continue
+		fi
+		[[ $w == = ]] && { expect_value=1; continue; }
+		if [[ $sub == run && ( $w == -- || $w != -* ) ]]; then
+			program_at=$((i + 1))
+			[[ $w == -- ]] || program_at=$i
+			break
+		fi
+		[[ -n ${takes[$w]-} && ${COMP_WORDS[i + 1]-} != = ]] && expect_value=1
+	done
+	if ((program_at)); then
+		if ((COMP_CWORD == program_at)); then
+			COMPREPLY=($(compgen -c -- "$cur"))
+		else
+			compopt -o default 2>/dev/null
+		fi
+		return 0
+	fi
+
+	if [[ -n ${takes[$prev]-} ]] && { ((expect_value)) || [[ ${COMP_WORDS[COMP_CWORD - 1]} == = ]]; }; then
+		if [[ ${values[$prev]} == @files ]]; then
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -f -- "$cur"))
+		elif [[ -n ${values[$prev]} ]]; then
+			COMPREPLY=($(compgen -W "${values[$prev]}" -- "$cur"))
+		fi
+		return 0
+	fi
+
+	if [[ $cur == -* ]]; then
+		local shown=()
+		for w in "${opts[@]}"; do
+			[[ $w == --no-* && $cur != --no* ]] && continue
+			shown+=("$w")
+		done
+		COMPREPLY=($(compgen -W "${shown[*]}" -- "$cur"))
+		return 0
+	fi
+	case $sub in
+	attach)
+		local pids=(/proc/[0-9]*)
+		COMPREPLY=($(compgen -W "${pids[*]#/proc/}" -- "$cur"))
+		;;
+	stats)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		;;
+	run)
+		COMPREPLY=($(compgen -c -- "$cur"))
+		;;
+	esac
+	return 0
+}
+complete -F _socktune socktune
