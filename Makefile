@@ -90,6 +90,8 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	$(CC) $(ST_CFLAGS) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
+# test_findings includes doctor's rules and its sock_diag reader whole.
+$(BUILD)/tests/unit/test_findings: cli/findings.c cli/diag.c cli/doctor.h cli/cli.h
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
@@ -122,7 +124,7 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h
 	@mkdir -p $(@D)
 	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm
 
-bench-bins: $(LIB) $(BENCH_BIN) $(BUILD)/tests/bin/tserver
+bench-bins: $(LIB) $(CLI) $(BENCH_BIN) $(BUILD)/tests/bin/tserver
 
 bench: bench-bins
 	@BUILD=$(BUILD) sh bench/run.sh

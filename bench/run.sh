@@ -16,16 +16,20 @@ BB=$B/bench
 LIB=$B/libsocktune.so
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 OUT=$BB/out
+CLI=$B/socktune # doctor (case 8)
 TSRV=$B/tests/bin/tserver # the tests' server: its accept mode is case 5's accept+close loop
 RES=$OUT/results
 QUICK=${BENCH_QUICK:-0}
 
 if [ "$QUICK" = 1 ]; then
+	C8_ROUNDS=1 C8_S=1
 	ROUNDS=2 C1_N=32 C2_N=20 C6_N=20 C7_N=20 S7_N1=5 S7_N2=25 C3_N=300 C4_ROUNDS=3 CC_ROUNDS=5 CC_N=1500 SC_N1=50 SC_N2=550 CG_N=20000
 else
+	C8_ROUNDS=3 C8_S=2
 	ROUNDS=5 C1_N=128 C2_N=50 C6_N=30 C7_N=50 S7_N1=10 S7_N2=50 C3_N=300 C4_ROUNDS=5 CC_ROUNDS=15 CC_N=3000 SC_N1=200 SC_N2=1200 CG_N=100000
 fi
 HOLD_N=10000
+C8_N="1000 10000" # connections open while doctor watches (case 8)
 BODY=399360    # 390 KiB of request body
 BODY_DELAY=20  # ms the server waits before it reads the body
 LIFE=200       # no server outlives this (s)
@@ -516,6 +520,43 @@ for v in plain st; do
 	stop "$c" "$s"
 done
 
+# ---- case 8: what socktune doctor costs while it watches a server holding N connections:
+# the mean time of one listener sample and of one connection sample (sock_diag dumps, as
+# doctor measures them itself), and its CPU time per second of window ----
+hard=$(ulimit -Hn)
+for n in $C8_N; do
+	[ "$hard" != unlimited ] && [ "$hard" -lt $((n + 64)) ] && { note "case 8: $n connections need more descriptors than $hard"; continue; }
+	note "case 8: doctor with $n connections open, $C8_ROUNDS rounds of ${C8_S} s"
+	p=$(port)
+	start c8-$n "" "$BB/bsrv" hold 127.0.0.1 "$p" $((n + 1))
+	s=$LAST
+	waitfor 127.0.0.1 "$p"
+	"$BB/bcli" hold 127.0.0.1 "$p" "$n" 120 >"$OUT/c8-$n.client" 2>&1 &
+	c=$!
+	PIDS="$PIDS $c"
+	i=0
+	while [ $i -lt 600 ] && ! grep -q accepted= "$OUT/c8-$n.out"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	r=0
+	while [ $r -lt "$C8_ROUNDS" ]; do
+		"$CLI" doctor --seconds "$C8_S" --json ":$p" >"$OUT/c8-$n-$r.json" 2>>"$OUT/c8-$n.err"
+		$PY -c 'import json, sys
+d = json.load(open(sys.argv[1])); s = d["sampling"]
+print(s["listener_sample_us"], s["connection_sample_us"], s["max_connections_in_sample"],
+      s["cpu_ms"] / d["window_s"], len(d["findings"]))' "$OUT/c8-$n-$r.json" >"$OUT/c8-$n-$r.nums" || break
+		set -- $(cat "$OUT/c8-$n-$r.nums")
+		rec "c8.lsample.n$n" "$1"
+		rec "c8.csample.n$n" "$2"
+		rec "c8.conns.n$n" "$3"
+		rec "c8.cpu.n$n" "$4"
+		rec "c8.findings.n$n" "$5"
+		r=$((r + 1))
+	done
+	stop "$c" "$s"
+done
+
 # ---- the table ----
 cat >"$OUT/rows" <<EOF
 1 python keep-alive, NODELAY|p50 per request (ms)|c1.p50_us|plain|st|ms
@@ -613,6 +654,21 @@ awk -F'|' '
 	echo "|---|---|---|---|---|"
 	cat "$OUT/table.body"
 } >"$BB/table.md"
+
+# case 8: one column per number of connections (no plain variant: doctor is not in the path)
+c8_med() { awk -v k="$1" -v f="${2:-%.2f}" '$1 == k { v[++n] = $2 } END { if (!n) { print "n/a"; exit }
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+	printf f, n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }' "$RES"; }
+{
+	echo
+	echo "| case 8: socktune doctor | $(for n in $C8_N; do printf '%s connections | ' "$n"; done)"
+	echo "|---|$(for n in $C8_N; do printf -- '---|'; done)"
+	echo "| listener sample (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.lsample.n$n | awk '{ printf ($1 == "n/a") ? $1 : "%.3f", $1 / 1000 }')"; done)"
+	echo "| connection sample, with tcp_info (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.csample.n$n | awk '{ printf ($1 == "n/a") ? $1 : "%.2f", $1 / 1000 }')"; done)"
+	echo "| connections in a sample | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.conns.n$n %d)"; done)"
+	echo "| doctor CPU per second watched (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.cpu.n$n %.0f)"; done)"
+	echo "| findings (loopback inflates the send buffers: memory-exposure, info) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.findings.n$n %d)"; done)"
+} >>"$BB/table.md"
 
 "$BB/svgchart" "$BB/latency.svg" \
 	"Every point is one request (cases 1, 2, 7) or one connect (case 3), all rounds of one run; $(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%d)." \

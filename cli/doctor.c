@@ -9,10 +9,12 @@
  * sock_diag does not report it. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -34,7 +36,7 @@
 #define TICK_MS 20           /* listener samples: 50 a second */
 #define BUSY_TICK_MS 5       /* ... 200 while an accept queue holds connections */
 #define CONN_EVERY_MS 200    /* connection samples */
-#define MAX_CONNS 200000     /* connections followed over the window */
+#define MAX_CONNS 100000     /* connections followed over the window (~70 MB) */
 #define MAX_NODELAY_LOOKS 256
 #define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
                      1u << TS_CLOSE_WAIT | 1u << TS_LAST_ACK | 1u << TS_CLOSING)
@@ -172,8 +174,12 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 		if (d->l[k].inode == s->inode && d->l[k].ns == x->ns)
 			l = &d->l[k];
 	if (!l) {
-		if (!x->first || d->nl == DOC_MAX_LISTENERS || !wanted(x, s))
+		if (!x->first || !wanted(x, s))
 			return;
+		if (d->nl == DOC_MAX_LISTENERS) {
+			d->listeners_dropped++;
+			return;
+		}
 		l = &d->l[d->nl++];
 		memset(l, 0, sizeof *l);
 		l->ns = x->ns;
@@ -322,6 +328,8 @@ static void sample(struct doctor *d, const struct holders *hs, const int *pids, 
 		if (!conns || !d->nl)
 			continue;
 		x.t = t = now_s();
+		if (k == 0)
+			d->conns_dropped = 0; /* (the last sample's count is reported) */
 		diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
 		d->conn_sample_us += (now_s() - t) * 1e6;
 		d->conn_samples++;
@@ -448,6 +456,10 @@ enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
 
 int doctor_main(struct doctor *d)
 {
+	/* with 0-2 closed, the first socket opened would take one: the report would go into it */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+			return 3;
 	int pids[64], npids = 0;
 	unsigned ports[64];
 	int nports = 0;
@@ -497,6 +509,10 @@ int doctor_main(struct doctor *d)
 	}
 	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
 	d->elapsed_s = now_s() - t0;
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		d->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	for (int k = 0; k < d->nns; k++)
 		read_counters(&d->ns[k], d->ns[k].end);
 	free(hs.h);

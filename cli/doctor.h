@@ -153,12 +153,12 @@ struct doctor {
 	int nl;
 	struct doc_conn *c;
 	size_t nc, cap;
-	int conns_dropped; /* past the table's cap */
+	int conns_dropped, listeners_dropped; /* past the tables' caps */
 	/* what the sampling cost */
 	long long listener_samples, conn_samples;
 	double listener_sample_us, conn_sample_us; /* mean wall time of one */
 	long long max_conns_in_sample;
-	double elapsed_s;
+	double elapsed_s, cpu_ms; /* the window's wall time; doctor's own CPU time over it */
 };
 
 /* A counter of tcp_info over the window: since the first sample for a connection open when

@@ -96,7 +96,11 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "\nlisteners: %d\n", d->nl);
+	fprintf(f, "\nlisteners: %d", d->nl);
+	if (d->listeners_dropped)
+		fprintf(f, " (and %d more not followed: at most %d)", d->listeners_dropped,
+		        DOC_MAX_LISTENERS);
+	fprintf(f, "\n");
 	for (int k = 0; k < d->nl; k++) {
 		const struct doc_listener *l = &d->l[k];
 		char addr[64];
@@ -113,7 +117,10 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 			fprintf(f, "    (nodelay: %s)\n", l->nodelay_why);
 	}
 	size_t idx[TEXT_WORST], n = doctor_worst(d, -1, idx, TEXT_WORST);
-	fprintf(f, "\nconnections: %zu seen%s\n", d->nc, n ? ", worst first:" : "");
+	fprintf(f, "\nconnections: %zu seen", d->nc);
+	if (d->conns_dropped)
+		fprintf(f, " (%d more not followed: at most %zu)", d->conns_dropped, d->nc);
+	fprintf(f, "%s\n", n ? ", worst first:" : "");
 	for (size_t k = 0; k < n; k++) {
 		const struct doc_conn *c = &d->c[idx[k]];
 		const struct diag_tcp_info *t = &c->last.ti;
@@ -283,9 +290,9 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 {
 	fprintf(f, "{\"window_s\": %.3f, \"sampling\": {\"listener_samples\": %lld, "
 	        "\"listener_sample_us\": %.1f, \"connection_samples\": %lld, "
-	        "\"connection_sample_us\": %.1f, \"max_connections_in_sample\": %lld},\n",
-	        d->elapsed_s, d->listener_samples, d->listener_sample_us, d->conn_samples,
-	        d->conn_sample_us, d->max_conns_in_sample);
+	        "\"connection_sample_us\": %.1f, \"max_connections_in_sample\": %lld, "
+	        "\"cpu_ms\": %.1f},\n", d->elapsed_s, d->listener_samples, d->listener_sample_us,
+	        d->conn_samples, d->conn_sample_us, d->max_conns_in_sample, d->cpu_ms);
 	fprintf(f, " \"namespaces\": [");
 	for (int k = 0; k < d->nns; k++) {
 		const struct doc_ns *ns = &d->ns[k];
@@ -300,7 +307,7 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 		counters_json(f, ns);
 		fprintf(f, "}");
 	}
-	fprintf(f, "],\n \"listeners\": [");
+	fprintf(f, "],\n \"listeners_not_followed\": %d, \"listeners\": [", d->listeners_dropped);
 	for (int k = 0; k < d->nl; k++) {
 		fprintf(f, "%s\n  ", k ? "," : "");
 		listener_json(f, d, &d->l[k]);

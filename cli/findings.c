@@ -453,14 +453,16 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 	}
 }
 
-/* The memory the listeners' connections may hold now against the kernel's TCP memory limit */
+/* The memory the listeners' connections may hold against the kernel's TCP memory limit: each
+ * buffer's size as the kernel has it now (autotuning grows them), and what they hold now */
 static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 {
-	long long bytes = 0, open = 0;
+	long long bytes = 0, used = 0, open = 0;
 	for (size_t k = 0; k < d->nc; k++) {
 		const struct doc_conn *c = &d->c[k];
-		if (c->last.has_mem && c->samples && c->last.state == TS_ESTABLISHED) {
+		if (c->last.has_mem && c->last.state == TS_ESTABLISHED) {
 			bytes += (long long)c->last.mem[MEM_RCVBUF] + c->last.mem[MEM_SNDBUF];
+			used += (long long)c->last.mem[MEM_RMEM] + c->last.mem[MEM_QUEUED];
 			open++;
 		}
 	}
@@ -468,13 +470,15 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	long long page = sysconf(_SC_PAGESIZE), high = ns->tcp_mem[2] * page;
 	if (!open || ns->tcp_mem[2] <= 0 || bytes <= high)
 		return;
-	struct doc_finding *f = add(fs, "memory-exposure", SEV_WARNING, "medium", d, -1);
+	/* only a possibility while they hold little: a warning once a tenth is in use */
+	struct doc_finding *f = add(fs, "memory-exposure", 10 * used >= high ? SEV_WARNING : SEV_INFO,
+	                            "medium", d, -1);
 	if (!f)
 		return;
 	snprintf(f->summary, sizeof f->summary, "the connections' buffers, if filled, exceed the "
 	         "kernel's TCP memory limit: past it, TCP drops and shrinks on every socket");
-	say(f->evidence, sizeof f->evidence, "connections=%lld buffers_mib=%.0f tcp_mem_high_mib=%.0f",
-	    open, bytes / 1048576.0, high / 1048576.0);
+	say(f->evidence, sizeof f->evidence, "connections=%lld buffers_mib=%.0f in_use_mib=%.1f "
+	    "tcp_mem_high_mib=%.0f", open, bytes / 1048576.0, used / 1048576.0, high / 1048576.0);
 	fix(f, "smaller --rcvbuf/--sndbuf for this many connections, or a larger "
 	    "net.ipv4.tcp_mem (its third number, in pages)");
 }
