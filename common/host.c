@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -180,10 +180,21 @@ int st_congestion_module(const char *name)
 	return 0;
 }
 
+/* capget(2)'s ABI (linux/capability.h), written out: musl's include path has no linux/
+ * headers.  Version 3 (Linux 2.6.26): two 32-bit words of each set. */
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+struct cap_data {
+	uint32_t effective, permitted, inheritable;
+};
+#define CAP_VERSION_3 0x20080522
+
 int st_cap_effective(int cap)
 {
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[2];
+	struct cap_header hdr = {.version = CAP_VERSION_3, .pid = 0};
+	struct cap_data data[2];
 	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &hdr, data) != 0)
 		return -1;
 	return (int)(data[cap / 32].effective >> (cap % 32) & 1);

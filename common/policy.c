@@ -24,11 +24,9 @@ static int parse_digits(const char *s, unsigned long long *out, const char **end
 	errno = 0;
 	char *e;
 	unsigned long long v = strtoull(s, &e, 10);
-	if (errno == ERANGE)
-		return -2;
 	*out = v;
-	*end = e;
-	return 0;
+	*end = e; /* (set for -2 too: "-" and too many digits is -3, and its callers look past) */
+	return errno == ERANGE ? -2 : 0;
 }
 
 int st_parse_int(const char *s, long long min, long long max, long long *out, char *err, size_t n)
