@@ -46,7 +46,8 @@ struct nl_attr {
 	uint16_t len, type;
 };
 enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, NLMSG_ERROR_ = 2, NLMSG_DONE_ = 3,
-       NLM_F_REQUEST_ = 1, NLM_F_DUMP_ = 0x300, INET_DIAG_INFO_ = 2, INET_DIAG_SKMEMINFO_ = 7 };
+       NLM_F_REQUEST_ = 1, NLM_F_DUMP_ = 0x300, NLM_F_DUMP_INTR_ = 0x10, INET_DIAG_INFO_ = 2,
+       INET_DIAG_SKMEMINFO_ = 7 };
 #define NL_ALIGN(n) (((n) + 3u) & ~3u)
 
 /* The layout above is the kernel's: a few offsets checked against linux/tcp.h's */
@@ -60,6 +61,8 @@ _Static_assert(sizeof(struct diag_msg) == 72, "inet_diag_msg layout");
 _Static_assert(sizeof(struct diag_req) == 56, "inet_diag_req_v2 layout");
 
 #define DIAG_TIMEOUT_S 2          /* for each datagram of the kernel's answer */
+
+long diag_interrupted;
 #define DIAG_MAX_READS (1 << 20)  /* datagrams of one dump (each holds dozens of sockets) */
 
 int diag_open(int pid)
@@ -130,6 +133,7 @@ static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
 	s->uid = m->uid;
 	s->inode = m->inode;
 	s->has_mem = 0;
+	memset(s->mem, 0, sizeof s->mem);
 	int info = 0;
 	size_t off = NL_ALIGN(sizeof *h) + NL_ALIGN(sizeof *m);
 	while (off + sizeof(struct nl_attr) <= h->len) {
@@ -203,8 +207,14 @@ static int dump_family(int nl, int family, unsigned states, int with_info, diag_
 				off += NL_ALIGN(h->len);
 				continue; /* an answer to an earlier request, left unread */
 			}
-			if (h->type == NLMSG_DONE_)
-				return count;
+			if (h->flags & NLM_F_DUMP_INTR_)
+				diag_interrupted++; /* the table changed during the dump: not all seen */
+			if (h->type == NLMSG_DONE_) {
+				int err = 0; /* the dump's own status, after the last socket */
+				if (h->len >= sizeof *h + sizeof err)
+					memcpy(&err, h + 1, sizeof err);
+				return err < 0 ? err : count;
+			}
 			if (h->type == NLMSG_ERROR_) {
 				int err = 0;
 				if (h->len >= sizeof *h + sizeof err)

@@ -24,6 +24,7 @@
 #include <netinet/tcp.h>
 
 #include "socktune_host.h"
+#include "socktune_opts.h"
 #include "doctor.h"
 
 #ifndef SYS_pidfd_open
@@ -113,8 +114,14 @@ static int ns_index(struct doctor *d, int pid)
 	for (int k = 0; k < d->nns; k++)
 		if (d->ns[k].ino == ino)
 			return k;
-	if (d->nns == DOC_MAX_NS || !ino)
+	if (!ino)
 		return -1;
+	if (d->nns == DOC_MAX_NS) {
+		if (!d->ns_dropped++)
+			fprintf(stderr, "socktune: doctor %d: not looked at: its network namespace is past "
+			        "the %d followed\n", pid, DOC_MAX_NS);
+		return -1;
+	}
 	struct doc_ns *ns = &d->ns[d->nns];
 	memset(ns, 0, sizeof *ns);
 	ns->ino = ino;
@@ -122,8 +129,13 @@ static int ns_index(struct doctor *d, int pid)
 	ns->pid = ns->ours ? 0 : pid;
 	ns->nl = diag_open(ns->pid);
 	if (ns->nl < 0) {
-		snprintf(ns->error, sizeof ns->error, "its network namespace is not reachable from "
-		         "here: %s (CAP_SYS_ADMIN, or run doctor inside it)", strerror(-ns->nl));
+		if (!ns->ours && ns->nl != -ENOENT && ns->nl != -ESRCH)
+			snprintf(ns->error, sizeof ns->error, "the network namespace of %d (%llu) is not "
+			         "readable from here: %s (CAP_SYS_ADMIN, or run doctor inside it)", pid, ino,
+			         strerror(-ns->nl));
+		else
+			snprintf(ns->error, sizeof ns->error, "sock_diag (network namespace %llu): %s%s",
+			         ino, strerror(-ns->nl), ns->ours ? "" : " (did the process exit?)");
 		ns->nl = -1;
 	}
 	read_limits(ns);
@@ -196,12 +208,15 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 			o->fd = h->fd;
 			comm_of(h->pid, o->comm, sizeof o->comm);
 		}
+		if (l->nowners) /* now: a process that exits later leaves its fix readable */
+			cmdline_of(l->owners[0].pid, l->cmd, sizeof l->cmd);
 	}
 	l->backlog = s->wqueue;
 	l->queue_now = s->rqueue;
 	if (s->rqueue > l->queue_peak)
 		l->queue_peak = s->rqueue;
 	if (s->has_mem) {
+		l->mem_samples++;
 		l->rb = s->mem[MEM_RCVBUF];
 		l->tb = s->mem[MEM_SNDBUF];
 		if (x->first)
@@ -224,7 +239,9 @@ static int listener_of(const struct doctor *d, int ns, const struct diag_sock *s
 		size_t alen = l->family == AF_INET6 ? 16 : 4;
 		if (l->family == s->family && memcmp(l->addr, s->src, alen) == 0)
 			return k;
-		if (memcmp(l->addr, zero, alen) == 0 && (l->family == AF_INET6 || s->family == AF_INET))
+		/* a wildcard of the connection's own family first (0.0.0.0 and a v6only [::]) */
+		if (memcmp(l->addr, zero, alen) == 0 && (l->family == AF_INET6 || s->family == AF_INET) &&
+		    (wild < 0 || l->family == s->family))
 			wild = k;
 	}
 	return wild;
@@ -301,8 +318,11 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 		c->first_t = x->t;
 		c->from_start = x->first;
 		c->nodelay = -1;
+		c->pid = c->fd = -1;
 		d->l[l].conns++;
 	}
+	if (!c->inode) /* (0 while it waited in the accept queue) */
+		c->inode = s->inode;
 	c->last = *s;
 	c->last_t = x->t;
 	c->samples++;
@@ -312,9 +332,25 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 		c->max_ato = s->ti.ato;
 }
 
-static void sample(struct doctor *d, const struct holders *hs, const int *pids, int npids,
-                   const unsigned *ports, int nports, int first, int conns, int with_info)
+/* A dump the kernel refused or cut short: counted, said once, and the socket made again (an
+ * answer left half read would make the next request EBUSY).  Returns -1 on the first. */
+static int dump_failed(struct doctor *d, struct doc_ns *ns, int err)
 {
+	if (!d->dump_errors++)
+		snprintf(d->dump_error, sizeof d->dump_error, "sock_diag dump: %s", strerror(-err));
+	close(ns->nl);
+	ns->nl = diag_open(ns->pid);
+	if (ns->nl < 0) {
+		snprintf(ns->error, sizeof ns->error, "sock_diag: %s", strerror(-ns->nl));
+		ns->nl = -1;
+	}
+	return -1;
+}
+
+static int sample(struct doctor *d, const struct holders *hs, const int *pids, int npids,
+                  const unsigned *ports, int nports, int first, int conns, int with_info)
+{
+	int rc = 0;
 	for (int k = 0; k < d->nns; k++) {
 		if (d->ns[k].nl < 0)
 			continue;
@@ -322,20 +358,28 @@ static void sample(struct doctor *d, const struct holders *hs, const int *pids, 
 		double t = now_s();
 		for (int j = 0; j < d->nl; j++)
 			d->l[j].seen_last = d->l[j].ns == k ? 0 : d->l[j].seen_last;
-		diag_dump(d->ns[k].nl, 1u << TS_LISTEN, with_info, on_listener, &x);
+		int n = diag_dump(d->ns[k].nl, 1u << TS_LISTEN, with_info, on_listener, &x);
 		d->listener_sample_us += (now_s() - t) * 1e6;
 		d->listener_samples++;
+		if (n < 0) {
+			rc = dump_failed(d, &d->ns[k], n);
+			continue;
+		}
 		if (!conns || !d->nl)
 			continue;
 		x.t = t = now_s();
 		if (k == 0)
 			d->conns_dropped = 0; /* (the last sample's count is reported) */
-		diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
+		n = diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
 		d->conn_sample_us += (now_s() - t) * 1e6;
 		d->conn_samples++;
+		if (n < 0)
+			rc = dump_failed(d, &d->ns[k], n);
+		d->final_t = x.t;
 		if (x.count > d->max_conns_in_sample)
 			d->max_conns_in_sample = x.count;
 	}
+	return rc;
 }
 
 /* ---- TCP_NODELAY, through a pidfd_getfd copy (needs ptrace access) ---- */
@@ -369,15 +413,7 @@ static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t
 
 static void look_at_nodelay(struct doctor *d)
 {
-	int pids[DOC_MAX_LISTENERS * DOC_MAX_OWNERS], npids = 0;
-	for (int k = 0; k < d->nl; k++)
-		for (int o = 0; o < d->l[k].nowners; o++) {
-			int seen = 0;
-			for (int j = 0; j < npids; j++)
-				seen |= pids[j] == d->l[k].owners[o].pid;
-			if (!seen)
-				pids[npids++] = d->l[k].owners[o].pid;
-		}
+	int owned = 0;
 	for (int k = 0; k < d->nl; k++) {
 		struct doc_listener *l = &d->l[k];
 		if (!l->nowners) {
@@ -388,11 +424,12 @@ static void look_at_nodelay(struct doctor *d)
 		}
 		l->nodelay = nodelay_of(l->owners[0].pid, l->owners[0].fd, l->inode, l->nodelay_why,
 		                        sizeof l->nodelay_why);
+		owned = 1;
 	}
-	if (!npids || !d->nc)
+	if (!owned || !d->nc)
 		return;
 	struct holders hs = {0};
-	holders_scan(&hs, pids, npids); /* the connections accepted since the window began */
+	holders_scan(&hs, NULL, 0); /* every holder: a worker past the first few too */
 	size_t *worst = malloc(MAX_NODELAY_LOOKS * sizeof *worst);
 	size_t n = worst ? doctor_worst(d, -1, worst, MAX_NODELAY_LOOKS) : 0;
 	for (size_t k = 0; k < n; k++) {
@@ -416,8 +453,17 @@ static void look_at_nodelay(struct doctor *d)
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig)
 {
-	(void)sig;
 	interrupted = 1;
+	signal(sig, SIG_DFL); /* a second one ends doctor at once */
+}
+
+/* Whether this kernel has a socket option (ENOPROTOOPT: not yet) */
+static int kernel_has(int level, int opt)
+{
+	long long v;
+	int fd = probe_socket(), ok = fd >= 0 && probe_get_int(fd, level, opt, &v) == 0;
+	probe_close(fd);
+	return ok;
 }
 
 enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
@@ -454,45 +500,99 @@ enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
 	return CLI_GO;
 }
 
+/* The targets' words: :PORTs and pids; a pid whose descriptors cannot be read is said */
+static int split_targets(const struct doctor *d, int *pids, int *npids, unsigned *ports,
+                         int *nports)
+{
+	for (int k = 0; k < d->ntargets; k++) {
+		const char *a = d->targets[k];
+		if (a[0] == ':') {
+			ports[(*nports)++] = (unsigned)strtoul(a + 1, NULL, 10);
+			continue;
+		}
+		int pid = (int)strtol(a, NULL, 10);
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/fd", pid);
+		if (access(path, R_OK) != 0) {
+			int err = errno;
+			if (err == ENOENT)
+				fprintf(stderr, "socktune: doctor %d: no such process\n", pid);
+			else
+				fprintf(stderr, "socktune: doctor %d: cannot read %s: %s (the same uid, or "
+				        "root)\n", pid, path, strerror(err));
+			return -1;
+		}
+		pids[(*npids)++] = pid;
+	}
+	return 0;
+}
+
+/* Which of the targets has no listener: said, one line each */
+static int say_missing(const struct doctor *d, const int *pids, int npids, const unsigned *ports,
+                       int nports)
+{
+	int missing = 0;
+	for (int k = 0; k < npids; k++) {
+		int found = 0;
+		for (int j = 0; j < d->nl; j++)
+			for (int o = 0; o < d->l[j].nowners; o++)
+				found |= d->l[j].owners[o].pid == pids[k];
+		if (!found)
+			fprintf(stderr, "socktune: doctor %d: no TCP listener of this process\n", pids[k]);
+		missing += !found;
+	}
+	for (int k = 0; k < nports; k++) {
+		int found = 0;
+		for (int j = 0; j < d->nl; j++)
+			found |= d->l[j].port == ports[k];
+		if (!found)
+			fprintf(stderr, "socktune: doctor :%u: no TCP listener on this port here\n",
+			        ports[k]);
+		missing += !found;
+	}
+	return missing;
+}
+
 int doctor_main(struct doctor *d)
 {
 	/* with 0-2 closed, the first socket opened would take one: the report would go into it */
+	int no_stdout = fcntl(1, F_GETFD) < 0;
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
 			return 3;
+	if (no_stdout) {
+		fprintf(stderr, "socktune: doctor: stdout is closed: no report to write\n");
+		return 3;
+	}
 	int pids[64], npids = 0;
 	unsigned ports[64];
 	int nports = 0;
-	for (int k = 0; k < d->ntargets; k++) {
-		const char *a = d->targets[k];
-		if (a[0] == ':')
-			ports[nports++] = (unsigned)strtoul(a + 1, NULL, 10);
-		else
-			pids[npids++] = (int)strtol(a, NULL, 10);
-	}
-	if (ns_index(d, 0) < 0 && !npids) {
+	if (split_targets(d, pids, &npids, ports, &nports) != 0)
+		return 3;
+	if (ns_index(d, 0) < 0) {
 		fprintf(stderr, "socktune: doctor: cannot read this network namespace\n");
 		return 3;
 	}
-	for (int k = 0; k < npids; k++) {
-		if (kill(pids[k], 0) != 0 && errno == ESRCH) {
-			fprintf(stderr, "socktune: doctor %d: no such process\n", pids[k]);
-			return 3;
-		}
+	for (int k = 0; k < npids; k++)
 		ns_index(d, pids[k]);
-	}
 	for (int k = 0; k < d->nns; k++) {
 		if (d->ns[k].nl < 0)
 			fprintf(stderr, "socktune: doctor: %s\n", d->ns[k].error);
 		read_counters(&d->ns[k], d->ns[k].start);
 	}
+	d->rto_min_us = kernel_has(IPPROTO_TCP, TCP_RTO_MIN_US);
+	d->delack_max_us = kernel_has(IPPROTO_TCP, TCP_DELACK_MAX_US);
 	struct holders hs = {0};
 	holders_scan(&hs, npids ? pids : NULL, npids);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	double t0 = now_s(), end = t0 + d->seconds;
-	sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1);
+	if (sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1) != 0 &&
+	    (d->ns[0].nl < 0 || !d->nl)) {
+		fprintf(stderr, "socktune: doctor: %s: nothing to look at\n", d->dump_error);
+		return 3;
+	}
 	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
 	 * and drains one in tens of milliseconds); the connections every 200 ms */
 	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
@@ -507,6 +607,7 @@ int doctor_main(struct doctor *d)
 			next_conn += CONN_EVERY_MS / 1000.0;
 		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
 	}
+	d->interrupted = interrupted;
 	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
 	d->elapsed_s = now_s() - t0;
 	struct rusage ru;
@@ -521,17 +622,25 @@ int doctor_main(struct doctor *d)
 	if (d->conn_samples)
 		d->conn_sample_us /= (double)d->conn_samples;
 	look_at_nodelay(d);
-	if (npids && !d->nl)
-		fprintf(stderr, "socktune: doctor: no TCP listener of the processes given\n");
-	if (nports && !d->nl)
-		fprintf(stderr, "socktune: doctor: no TCP listener on the ports given\n");
+	int missing = say_missing(d, pids, npids, ports, nports);
+	if (d->dump_errors)
+		fprintf(stderr, "socktune: doctor: %lld samples incomplete: %s\n", d->dump_errors,
+		        d->dump_error);
+	if (d->interrupted)
+		fprintf(stderr, "socktune: doctor: interrupted after %.1f s of %.1f: the window is "
+		        "short\n", d->elapsed_s, d->seconds);
 	static struct doc_findings fs;
 	doctor_findings(d, &fs);
 	if (d->json)
 		doctor_print_json(stdout, d, &fs);
 	else
 		doctor_print_text(stdout, d, &fs);
-	if (fflush(stdout) != 0)
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "socktune: doctor: the report could not be written: %s\n",
+		        strerror(errno));
 		return 3;
-	return (npids || nports) && !d->nl ? 3 : fs.n ? 1 : 0;
+	}
+	if (d->interrupted)
+		return 130;
+	return (npids || nports) && missing == npids + nports ? 3 : fs.n ? 1 : 0;
 }

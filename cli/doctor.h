@@ -59,6 +59,8 @@ struct diag_sock {
  * mask (1 << TS_x), both families, each passed to cb; returns how many, or -errno. */
 typedef void (*diag_cb)(const struct diag_sock *s, void *ctx);
 int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx);
+/* Dumps whose answer the kernel flagged NLM_F_DUMP_INTR (sockets came and went meanwhile) */
+extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */
 int diag_open(int pid);
 /* "127.0.0.1:8080", "[::1]:8080" */
@@ -79,6 +81,8 @@ void holders_scan(struct holders *hs, const int *pids, int npids);
 /* The first holder of ino, or NULL; the others follow it. */
 const struct holder *holders_find(const struct holders *hs, unsigned long long ino);
 void comm_of(int pid, char *out, size_t n);
+/* pid's command line as a shell would take it back, or why it cannot be shown */
+void cmdline_of(int pid, char *out, size_t n);
 unsigned long long netns_of(int pid); /* the inode of its network namespace; 0: ours */
 
 /* ---- doctor.c: the window's samples ---- */
@@ -119,12 +123,14 @@ struct doc_listener {
 	/* connection attempts it dropped (its sk_drops: the kernel counts each ListenDrops on
 	 * the listener too), at the first and the last sample */
 	uint32_t drops_first, drops_last;
+	int mem_samples;           /* samples that carried them: 2 or more, the drops are known */
 	int nodelay;               /* 1, 0, -1 not looked at, -2 could not look */
 	char nodelay_why[96];
 	struct doc_owner owners[DOC_MAX_OWNERS];
 	int nowners;
 	long long conns;           /* connections seen on it over the window */
-	int seen_last;             /* present in the last listener sample */
+	int seen_last;             /* present in the last listener sample (else closed meanwhile) */
+	char cmd[1024];            /* the first owner's command line, shell-quoted, read at once */
 };
 
 /* A connection on one of the listeners, over the window: the first and the last sample */
@@ -137,7 +143,7 @@ struct doc_conn {
 	double first_t, last_t;    /* when the first and the last sample saw it (monotonic s) */
 	uint32_t max_rtt, max_ato;
 	int nodelay; /* as on doc_listener */
-	int pid, fd;
+	int pid, fd; /* its holder, -1 when not found */
 };
 
 struct doc_findings;
@@ -153,7 +159,14 @@ struct doctor {
 	int nl;
 	struct doc_conn *c;
 	size_t nc, cap;
-	int conns_dropped, listeners_dropped; /* past the tables' caps */
+	int conns_dropped, listeners_dropped; /* past the tables' caps (connections: in the last
+	                                       * sample) */
+	int ns_dropped;                       /* targets in namespaces past DOC_MAX_NS */
+	long long dump_errors;                /* samples the kernel refused or cut short */
+	char dump_error[120];                 /* the first one's reason */
+	int interrupted;                      /* a signal ended the window early */
+	double final_t;                       /* when the last connection sample began */
+	int rto_min_us, delack_max_us;        /* this kernel has TCP_RTO_MIN_US, TCP_DELACK_MAX_US */
 	/* what the sampling cost */
 	long long listener_samples, conn_samples;
 	double listener_sample_us, conn_sample_us; /* mean wall time of one */
@@ -185,13 +198,13 @@ struct doc_finding {
 	unsigned port;
 	char summary[200];
 	char evidence[600];    /* key=value pairs, space-separated: the numbers */
-	char fix[DOC_MAX_FIXES][300];
+	char fix[DOC_MAX_FIXES][1200];
 	int nfix;
 };
 
 struct doc_findings {
 	struct doc_finding f[DOC_MAX_FINDINGS];
-	int n;
+	int n, dropped; /* dropped: past DOC_MAX_FINDINGS */
 };
 
 void doctor_findings(const struct doctor *d, struct doc_findings *out);

@@ -75,6 +75,12 @@ static const char *pct(uint64_t part, uint64_t busy, char *buf, size_t n)
 
 void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_findings *fs)
 {
+	if (d->interrupted)
+		fprintf(f, "socktune doctor: INTERRUPTED: the window is %.1f s of %.1f\n",
+		        d->elapsed_s, d->seconds);
+	if (d->dump_errors)
+		fprintf(f, "socktune doctor: %lld samples incomplete (%s)\n", d->dump_errors,
+		        d->dump_error);
 	fprintf(f, "socktune doctor: %.1f s watched; %lld listener samples (%.2f ms each), %lld "
 	        "connection samples (%.2f ms each, up to %lld connections)\n", d->elapsed_s,
 	        d->listener_samples, d->listener_sample_us / 1000, d->conn_samples,
@@ -109,7 +115,9 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		for (int o = 0; o < l->nowners; o++)
 			fprintf(f, "%s%d (%s)", o ? ", " : " pid ", l->owners[o].pid, l->owners[o].comm);
 		if (!l->nowners)
-			fprintf(f, " (holder not visible to this user)");
+			fprintf(f, " (holder not found: another pid namespace, or not visible to this user)");
+		if (!l->seen_last)
+			fprintf(f, " (closed during the window)");
 		fprintf(f, "\n    backlog %u, accept queue now %u, peak %u, dropped %u; rb %u, tb %u; "
 		        "nodelay %s; %lld connections seen\n", l->backlog, l->queue_now, l->queue_peak,
 		        l->drops_last - l->drops_first, l->rb, l->tb, nodelay_text(l->nodelay), l->conns);
@@ -131,7 +139,8 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		fprintf(f, "  %s <- %s %s: rtt %.2f ms (max %.2f, min %.2f), ato %.1f ms, retrans %u, "
 		        "rwnd-limited %s, sndbuf-limited %s, unsent %u, rb %u, tb %u, nodelay %s\n",
 		        local, peer, state_name(c->last.state), t->rtt / 1000.0, c->max_rtt / 1000.0,
-		        t->min_rtt / 1000.0, c->max_ato / 1000.0, DOC_DELTA(c, total_retrans),
+		        t->min_rtt == UINT32_MAX ? 0 : t->min_rtt / 1000.0, c->max_ato / 1000.0,
+		        DOC_DELTA(c, total_retrans),
 		        pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), rw, sizeof rw),
 		        pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), sb, sizeof sb),
 		        t->notsent_bytes, c->last.mem[MEM_RCVBUF], c->last.mem[MEM_SNDBUF],
@@ -141,7 +150,10 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		fprintf(f, "\nno findings: nothing seen in the window that a setting would cure\n");
 		return;
 	}
-	fprintf(f, "\nfindings: %d\n", fs->n);
+	fprintf(f, "\nfindings: %d", fs->n);
+	if (fs->dropped)
+		fprintf(f, " (and %d more not shown)", fs->dropped);
+	fprintf(f, "\n");
 	for (int k = 0; k < fs->n; k++) {
 		const struct doc_finding *x = &fs->f[k];
 		fprintf(f, "  [%s] %s (certainty %s)", doc_severity_name(x->severity), x->kind,
@@ -157,6 +169,28 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 }
 
 /* ---- JSON ---- */
+
+/* s is a number as JSON writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?, no exponent here (not inf,
+ * nan, hex or ".5", which strtod would take) */
+static int json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!(*++s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
 
 /* An evidence string, key=value pairs, as a JSON object: numbers as numbers. */
 static void evidence_json(FILE *f, const char *ev)
@@ -185,12 +219,9 @@ static void evidence_json(FILE *f, const char *ev)
 		fprintf(f, "%s", first ? "" : ", ");
 		st_json_str(f, p);
 		fprintf(f, ": ");
-		char *num_end;
-		strtod(v, &num_end);
-		if (*v && *num_end == '\0' && v[0] != '+')
-			fprintf(f, "%s", v);
-		else if (*v == '+' && *num_end == '\0')
-			fprintf(f, "%s", v + 1); /* a delta: +N */
+		const char *num = *v == '+' ? v + 1 : v; /* a delta: +N */
+		if (json_number(num))
+			fprintf(f, "%s", num);
 		else
 			st_json_str(f, v);
 		first = 0;
@@ -243,7 +274,8 @@ static void listener_json(FILE *f, const struct doctor *d, const struct doc_list
 		fprintf(f, ", \"nodelay_why\": ");
 		st_json_str(f, l->nodelay_why);
 	}
-	fprintf(f, ", \"connections\": %lld, \"netns\": %llu, \"counters\": ", l->conns, ns->ino);
+	fprintf(f, ", \"closed\": %s, \"connections\": %lld, \"netns\": %llu, \"counters\": ",
+	        l->seen_last ? "false" : "true", l->conns, ns->ino);
 	counters_json(f, ns);
 	fprintf(f, "}");
 }
@@ -270,13 +302,18 @@ static void conn_json(FILE *f, const struct doctor *d, const struct doc_conn *c)
 	st_json_str(f, local);
 	fprintf(f, ", \"peer\": ");
 	st_json_str(f, peer);
-	fprintf(f, ", \"state\": \"%s\", \"pid\": %d, \"fd\": %d, \"samples\": %d, \"rtt_ms\": %.3f, "
-	        "\"max_rtt_ms\": %.3f, \"min_rtt_ms\": %.3f, \"ato_ms\": %.1f, \"rcv_rtt_ms\": %.3f, "
+	char pid[16] = "null", fd[16] = "null", minrtt[24] = "null";
+	if (c->pid >= 0)
+		snprintf(pid, sizeof pid, "%d", c->pid), snprintf(fd, sizeof fd, "%d", c->fd);
+	if (t->min_rtt != UINT32_MAX)
+		snprintf(minrtt, sizeof minrtt, "%.3f", t->min_rtt / 1000.0);
+	fprintf(f, ", \"state\": \"%s\", \"pid\": %s, \"fd\": %s, \"samples\": %d, \"rtt_ms\": %.3f, "
+	        "\"max_rtt_ms\": %.3f, \"min_rtt_ms\": %s, \"ato_ms\": %.1f, \"rcv_rtt_ms\": %.3f, "
 	        "\"retrans\": %u, \"busy_ms\": %.1f, \"rwnd_limited_pct\": %s, "
 	        "\"sndbuf_limited_pct\": %s, \"delivery_rate\": %llu, \"unsent\": %u, "
 	        "\"segs_in\": %u, \"segs_out\": %u, \"rb\": %u, \"tb\": %u, \"nodelay\": ",
-	        state_name(c->last.state), c->pid, c->fd, c->samples, t->rtt / 1000.0,
-	        c->max_rtt / 1000.0, t->min_rtt / 1000.0, c->max_ato / 1000.0, t->rcv_rtt / 1000.0,
+	        state_name(c->last.state), pid, fd, c->samples, t->rtt / 1000.0,
+	        c->max_rtt / 1000.0, minrtt, c->max_ato / 1000.0, t->rcv_rtt / 1000.0,
 	        DOC_DELTA(c, total_retrans), DOC_DELTA(c, busy_time) / 1000.0,
 	        json_pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), rw, sizeof rw),
 	        json_pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), sb, sizeof sb),
@@ -291,8 +328,9 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 	fprintf(f, "{\"window_s\": %.3f, \"sampling\": {\"listener_samples\": %lld, "
 	        "\"listener_sample_us\": %.1f, \"connection_samples\": %lld, "
 	        "\"connection_sample_us\": %.1f, \"max_connections_in_sample\": %lld, "
-	        "\"cpu_ms\": %.1f},\n", d->elapsed_s, d->listener_samples, d->listener_sample_us,
-	        d->conn_samples, d->conn_sample_us, d->max_conns_in_sample, d->cpu_ms);
+	        "\"cpu_ms\": %.1f, \"incomplete_samples\": %lld, \"interrupted\": %s},\n", d->elapsed_s, d->listener_samples, d->listener_sample_us,
+	        d->conn_samples, d->conn_sample_us, d->max_conns_in_sample, d->cpu_ms, d->dump_errors,
+	        d->interrupted ? "true" : "false");
 	fprintf(f, " \"namespaces\": [");
 	for (int k = 0; k < d->nns; k++) {
 		const struct doc_ns *ns = &d->ns[k];
@@ -319,7 +357,7 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 		fprintf(f, "%s\n  ", k ? "," : "");
 		conn_json(f, d, &d->c[idx[k]]);
 	}
-	fprintf(f, "]},\n \"findings\": [");
+	fprintf(f, "]},\n \"findings_not_shown\": %d, \"findings\": [", fs->dropped);
 	for (int k = 0; k < fs->n; k++) {
 		const struct doc_finding *x = &fs->f[k];
 		fprintf(f, "%s\n  {\"kind\": \"%s\", \"severity\": \"%s\", \"certainty\": \"%s\", "

@@ -3,17 +3,22 @@
  * the sysctl / ip route when no socket option can), and how sure it is.  No finding without
  * evidence: each rule needs a counter that moved or a connection that showed it. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "socktune_kernel.h"
 #include "doctor.h"
+
+#define NO_RTT UINT32_MAX /* tcpi_min_rtt before the first rtt sample */
 
 #define BACKLOG_CURE 4096
 #define STALL_RTT_US 15000    /* a request/response connection's smoothed rtt this high ... */
                               /* ... above the path's fastest round trip */
-#define CADENCE_MAX 30.0      /* requests a second: a delayed ACK per request allows ~25 */
+#define CADENCE_MIN 12.0      /* responses a second on a connection held by one delayed ACK */
+#define CADENCE_MAX 30.0      /* ... per response: 1 / (40 ms + rtt), ~23 */
 #define RETRANS_MIN 3         /* segments sent again (and 1% of those sent), or an RTO */
 #define DELACK_ATO_US 30000   /* the server's own delayed-ACK timeout grown to the 40 ms cap */
 #define LIMITED_SHARE 20.0    /* % of busy time limited by the window or the send buffer */
@@ -32,8 +37,10 @@ double doc_share(uint64_t part, uint64_t busy)
 static struct doc_finding *add(struct doc_findings *fs, const char *kind, enum doc_severity sev,
                                const char *certainty, const struct doctor *d, int l)
 {
-	if (fs->n == DOC_MAX_FINDINGS)
+	if (fs->n == DOC_MAX_FINDINGS) {
+		fs->dropped++;
 		return NULL;
+	}
 	struct doc_finding *f = &fs->f[fs->n++];
 	memset(f, 0, sizeof *f);
 	f->kind = kind;
@@ -69,39 +76,6 @@ static void fix(struct doc_finding *f, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The command line of pid, shell-quoted where it needs it, for the wrapper's form. */
-static void cmdline_of(int pid, char *out, size_t n)
-{
-	char path[64], raw[1024];
-	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-	FILE *f = fopen(path, "re");
-	size_t len = f ? fread(raw, 1, sizeof raw - 1, f) : 0;
-	if (f)
-		fclose(f);
-	out[0] = '\0';
-	if (!len) {
-		snprintf(out, n, "PROGRAM");
-		return;
-	}
-	raw[len] = '\0';
-	for (size_t k = 0; k < len; k += strlen(raw + k) + 1) {
-		const char *arg = raw + k;
-		int plain = *arg != '\0';
-		for (const char *c = arg; *c; c++)
-			plain &= !!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			                  "0123456789-_./=:,+@%", *c);
-		say(out, n, "%s", k ? " " : "");
-		if (plain) {
-			say(out, n, "%s", arg);
-			continue;
-		}
-		say(out, n, "'");
-		for (const char *c = arg; *c; c++)
-			say(out, n, *c == '\'' ? "'\\''" : "%c", *c);
-		say(out, n, "'");
-	}
-}
-
 /* The prefix that runs a command in the listener's network namespace, when it is not ours */
 static void in_ns(const struct doctor *d, int l, char *out, size_t n)
 {
@@ -117,15 +91,14 @@ static void fix_flags(struct doc_finding *f, const struct doctor *d, int l, cons
 {
 	const struct doc_listener *L = &d->l[l];
 	if (!L->nowners) {
-		fix(f, "socktune %s -- PROGRAM (the holder of %s is not visible to this user)", flags,
-		    "this listener");
+		fix(f, "socktune %s -- PROGRAM (the process holding this listener was not found: "
+		    "another pid namespace, or not visible to this user)", flags);
 		return;
 	}
-	char cmd[600];
-	cmdline_of(L->owners[0].pid, cmd, sizeof cmd);
-	fix(f, "socktune attach %s%s %d", flags, connections ? " --connections" : "",
-	    L->owners[0].pid);
-	fix(f, "socktune %s -- %s", flags, cmd);
+	if (L->seen_last) /* (a listener closed during the window: nothing to attach to) */
+		fix(f, "socktune attach %s%s %d", flags, connections ? " --connections" : "",
+		    L->owners[0].pid);
+	fix(f, "socktune %s -- %s", flags, L->cmd);
 }
 
 static long long delta(const struct doc_ns *ns, int k)
@@ -154,8 +127,11 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 		int others = 0; /* other listeners of the namespace seen near full */
 		for (int k = 0; k < d->nl; k++)
 			others += k != l && d->l[k].ns == L->ns && 2 * d->l[k].queue_peak >= d->l[k].backlog;
-		const char *sure = mine > 0 || full ? "high" : half && !others ? "medium" : NULL;
-		if (ov <= 0 || !sure)
+		/* the listener's own drop count is exact when read at both ends: then it alone
+		 * decides; without it, a queue seen full or half full is the evidence */
+		const char *sure = L->mem_samples >= 2 ? (mine > 0 ? "high" : NULL)
+		                   : full ? "medium" : half && !others ? "low" : NULL;
+		if (ov <= 0 || !sure || !L->backlog)
 			continue;
 		struct doc_finding *f = add(fs, "accept-queue-overflow", SEV_CRITICAL, sure, d, l);
 		if (!f)
@@ -167,11 +143,11 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 		say(f->evidence, sizeof f->evidence, " queue_peak=%u dropped=+%lld ListenOverflows=+%lld "
 		    "ListenDrops=+%lld TCPSynRetrans=+%lld window_s=%.1f somaxconn=%lld", L->queue_peak,
 		    mine, ov, drops, delta(ns, C_SYN_RETRANS), d->elapsed_s, ns->somaxconn);
-		char pre[64], flags[32];
+		char pre[64], flags[32], sysctl[96];
 		in_ns(d, l, pre, sizeof pre);
+		st_fix_somaxconn(BACKLOG_CURE, sysctl, sizeof sysctl);
 		if (ns->somaxconn >= 0 && ns->somaxconn < BACKLOG_CURE)
-			fix(f, "%ssysctl -w net.core.somaxconn=%d (caps every backlog: now %lld)", pre,
-			    BACKLOG_CURE, ns->somaxconn);
+			fix(f, "%s%s (caps every backlog: now %lld)", pre, sysctl, ns->somaxconn);
 		snprintf(flags, sizeof flags, "--backlog %d", BACKLOG_CURE);
 		fix_flags(f, d, l, flags, 0);
 	}
@@ -196,15 +172,16 @@ static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
 		listener_evidence(f, d, l);
 		say(f->evidence, sizeof f->evidence, " somaxconn=%lld queue_peak=%u asked=unknown",
 		    ns->somaxconn, L->queue_peak);
-		char pre[64];
+		char pre[64], sysctl[96];
 		in_ns(d, l, pre, sizeof pre);
-		fix(f, "%ssysctl -w net.core.somaxconn=%d", pre, BACKLOG_CURE);
+		st_fix_somaxconn(BACKLOG_CURE, sysctl, sizeof sysctl);
+		fix(f, "%s%s", pre, sysctl);
 	}
 }
 
 /* Per listener, its connections that show a signature; the worst one's numbers. */
 struct tally {
-	long long conns, hit, nodelay_off, nodelay_on, nodelay_unknown;
+	long long conns, hit, nodelay_off, listener_off, nodelay_unknown;
 	const struct doc_conn *worst;
 };
 
@@ -222,8 +199,11 @@ static double rate_of(const struct doc_conn *c)
 	return (double)(c->last.ti.data_segs_out - c->first.ti.data_segs_out) / dt;
 }
 
-static int nodelay(const struct doctor *d, const struct doc_conn *c)
+/* A connection's own TCP_NODELAY; when it was not read, the listener's, which the kernel
+ * copies at accept (a server may still set it on each connection: *from_listener says) */
+static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_listener)
 {
+	*from_listener = c->nodelay < 0;
 	return c->nodelay >= 0 ? c->nodelay : d->l[c->listener].nodelay;
 }
 
@@ -236,15 +216,18 @@ static void nagle(const struct doctor *d, struct doc_findings *fs)
 			if (c->listener != l)
 				continue;
 			t.conns++;
-			int nd = nodelay(d, c);
-			/* responses in more pieces than requests, the ACK of one held ~40 ms: the
-			 * smoothed rtt far above the path's fastest round trip */
-			if (!request_response(c) || nd == 1 ||
-			    DOC_DELTA(c, data_segs_out) < DOC_DELTA(c, data_segs_in) ||
-			    c->max_rtt < c->last.ti.min_rtt + STALL_RTT_US)
+			int inherited, nd = nodelay(d, c, &inherited);
+			/* responses in more pieces than requests (a single write has nothing for
+			 * Nagle to hold), the ACK of one held ~40 ms: the smoothed rtt far above the
+			 * path's fastest round trip */
+			uint32_t in = DOC_DELTA(c, data_segs_in), out = DOC_DELTA(c, data_segs_out);
+			if (!request_response(c) || nd == 1 || 2 * (uint64_t)out < 3 * (uint64_t)in ||
+			    c->last.ti.min_rtt == NO_RTT ||
+			    c->max_rtt < (uint64_t)c->last.ti.min_rtt + STALL_RTT_US)
 				continue;
 			t.hit++;
-			t.nodelay_off += nd == 0;
+			t.nodelay_off += nd == 0 && !inherited;
+			t.listener_off += nd == 0 && inherited;
 			t.nodelay_unknown += nd < 0;
 			if (!t.worst || c->max_rtt > t.worst->max_rtt)
 				t.worst = c;
@@ -263,8 +246,9 @@ static void nagle(const struct doctor *d, struct doc_findings *fs)
 		    "min_rtt_ms=%.2f segs_in=%u segs_out=%u segs_out_per_s=%.1f nodelay=%s",
 		    t.conns, t.hit, w->max_rtt / 1000.0, w->last.ti.min_rtt / 1000.0,
 		    DOC_DELTA(w, data_segs_in), DOC_DELTA(w, data_segs_out), rate_of(w),
-		    t.nodelay_off ? "0" : "unknown");
-		if (!t.nodelay_off)
+		    t.nodelay_off ? "0" : t.listener_off ? "\"listener 0, connection not read\""
+		                                         : "unknown");
+		if (!t.nodelay_off && !t.listener_off)
 			say(f->evidence, sizeof f->evidence, " nodelay_why=\"%s\"",
 			    d->l[l].nodelay_why[0] ? d->l[l].nodelay_why : "not readable");
 		fix_flags(f, d, l, "--nodelay", 1);
@@ -288,8 +272,8 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 			 * and no more requests a second than one delayed ACK each allows */
 			uint32_t in = DOC_DELTA(c, data_segs_in), out = DOC_DELTA(c, data_segs_out);
 			double rate = rate_of(c);
-			if (!request_response(c) || 2 * in < 3 * out || c->max_ato < DELACK_ATO_US ||
-			    rate < 0 || rate > CADENCE_MAX)
+			if (!request_response(c) || 2 * (uint64_t)in < 3 * (uint64_t)out ||
+			    c->max_ato < DELACK_ATO_US || rate < CADENCE_MIN || rate > CADENCE_MAX)
 				continue;
 			t.hit++;
 			if (!t.worst || rate < worst_rate) {
@@ -300,10 +284,10 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 		if (!t.hit)
 			continue;
 		const struct doc_conn *w = t.worst;
-		/* ~25 a second is the cadence of a 40 ms delayed ACK per request; slower ones may
-		 * be a client that waits of its own accord */
-		struct doc_finding *f = add(fs, "delayed-ack-two-write", SEV_CRITICAL,
-		                            worst_rate >= 15 ? "high" : "medium", d, l);
+		/* ~23 a second is the cadence of a 40 ms delayed ACK per request; a client that
+		 * waits of its own accord near it is possible, and the ato is 40 ms on most
+		 * connections: "medium" */
+		struct doc_finding *f = add(fs, "delayed-ack-two-write", SEV_CRITICAL, "medium", d, l);
 		if (!f)
 			return;
 		snprintf(f->summary, sizeof f->summary, "the server delays its ACK of a request's "
@@ -311,17 +295,15 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 		         "per request");
 		listener_evidence(f, d, l);
 		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld ato_ms=%.1f "
-		    "requests_per_s=%.1f segs_in=%u segs_out=%u rtt_ms=%.2f", t.conns, t.hit,
+		    "segs_out_per_s=%.1f segs_in=%u segs_out=%u rtt_ms=%.2f", t.conns, t.hit,
 		    w->max_ato / 1000.0, worst_rate, DOC_DELTA(w, data_segs_in),
 		    DOC_DELTA(w, data_segs_out), w->max_rtt / 1000.0);
-		fix_flags(f, d, l, "--delack-max 5ms", 1);
 		const struct doc_listener *L = &d->l[l];
-		if (L->nowners) {
-			char cmd[600];
-			cmdline_of(L->owners[0].pid, cmd, sizeof cmd);
+		if (d->delack_max_us)
+			fix_flags(f, d, l, "--delack-max 5ms", 1);
+		if (L->nowners)
 			fix(f, "socktune --quickack -- %s (no delay at all, one setsockopt per receive)",
-			    cmd);
-		}
+			    L->cmd);
 		fix(f, "ip route change ROUTE-TO-THE-CLIENTS quickack 1 (socktune check --route "
 		    "CLIENT-ADDRESS prints the exact command)");
 	}
@@ -368,9 +350,9 @@ static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
 			snprintf(f->summary, sizeof f->summary, "the server's sends wait for the "
 			         "client's receive window: the reader is slow or its buffer small; no "
 			         "setting of this server changes it");
-			fix(f, "on the reading side: read sooner, or a larger receive buffer there "
-			    "(socktune --rcvbuf 4M -- CLIENT, or net.ipv4.tcp_rmem's maximum, now %lld "
-			    "here)", ns->rmem[2]);
+			fix(f, "on the reading side: read sooner; a larger receive window there comes "
+			    "from net.ipv4.tcp_rmem's maximum on the reader's host (%lld in this "
+			    "namespace; a fixed SO_RCVBUF would turn its autotuning off)", ns->rmem[2]);
 			continue;
 		}
 		snprintf(f->summary, sizeof f->summary, "the server's sends wait for room in its own "
@@ -387,10 +369,13 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		long long conns = 0, hit = 0, retrans = 0, segs = 0, rtos = 0;
-		uint32_t max_rto = 0;
+		uint32_t max_rto = 0, min_rtt = NO_RTT;
+		int rto_known = 1;
 		for (size_t k = 0; k < d->nc; k++) {
 			const struct doc_conn *c = &d->c[k];
-			if (c->listener != l)
+			/* (a FIN sent again to a client gone away is no stall of anyone's) */
+			if (c->listener != l ||
+			    (c->last.state != TS_ESTABLISHED && c->last.state != TS_CLOSE_WAIT))
 				continue;
 			conns++;
 			long long r = DOC_DELTA(c, total_retrans);
@@ -399,9 +384,15 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 				continue;
 			hit++;
 			retrans += r;
-			rtos += DOC_DELTA(c, total_rto);
+			/* tcpi_total_rto: Linux 6.7 */
+			if (c->last.info_len >= offsetof(struct diag_tcp_info, total_rto_recoveries))
+				rtos += DOC_DELTA(c, total_rto);
+			else
+				rto_known = 0;
 			if (c->last.ti.rto > max_rto)
 				max_rto = c->last.ti.rto;
+			if (c->last.ti.min_rtt < min_rtt)
+				min_rtt = c->last.ti.min_rtt;
 		}
 		if (!hit || (!rtos && (retrans < RETRANS_MIN || 100 * retrans < segs)))
 			continue;
@@ -415,40 +406,62 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 		listener_evidence(f, d, l);
 		const struct doc_ns *ns = &d->ns[d->l[l].ns];
 		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld retrans=%lld "
-		    "segs_out=%lld rto_events=%lld rto_ms=%.0f TCPRcvQDrop=+%lld PruneCalled=+%lld",
-		    conns, hit, retrans, segs, rtos, max_rto / 1000.0, delta(ns, C_RCVQ_DROP),
-		    delta(ns, C_PRUNE));
+		    "segs_out=%lld rto_ms=%.0f TCPRcvQDrop=+%lld PruneCalled=+%lld TCPTimeouts=+%lld",
+		    conns, hit, retrans, segs, max_rto / 1000.0, delta(ns, C_RCVQ_DROP),
+		    delta(ns, C_PRUNE), delta(ns, C_TIMEOUTS));
+		if (rto_known)
+			say(f->evidence, sizeof f->evidence, " rto_events=%lld", rtos);
+		else
+			say(f->evidence, sizeof f->evidence, " rto_events=\"unknown (before Linux 6.7)\"");
 		fix(f, "loss is on the path or at a receiver: see which side drops (nstat -az "
 		    "TcpExtTCPRcvQDrop TcpExtPruneCalled on each host)");
-		if (rtos)
+		/* a smaller timeout only where round trips are short (a LAN) */
+		if (rtos && d->rto_min_us && min_rtt < 1000)
 			fix_flags(f, d, l, "--rto-min 5ms", 1);
 	}
 }
 
-/* A buffer of the listener at exactly twice the namespace's cap: asked for more, cut. */
+/* A listener's buffer at exactly twice the namespace's cap (asked for more, or for just
+ * that), and the pressure that makes it matter: the namespace dropped or pruned received
+ * data, or the listener's connections waited for room to send. */
 static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
 		const struct doc_ns *ns = &d->ns[L->ns];
+		long long rcv_pressure = delta(ns, C_RCVQ_DROP) + delta(ns, C_PRUNE), snd_pressure = 0;
+		for (size_t k = 0; k < d->nc; k++) {
+			const struct doc_conn *c = &d->c[k];
+			uint64_t part = DOC_DELTA(c, sndbuf_limited);
+			if (c->listener == l && part >= LIMITED_MIN_US &&
+			    doc_share(part, DOC_DELTA(c, busy_time)) >= LIMITED_SHARE)
+				snd_pressure++;
+		}
 		for (int snd = 0; snd < 2; snd++) {
 			long long cap = snd ? ns->wmem_max : ns->rmem_max;
 			uint32_t have = snd ? L->tb : L->rb;
-			if (cap <= 0 || have != 2 * cap)
+			if (cap <= 0 || have != 2 * cap || (snd ? snd_pressure : rcv_pressure) <= 0)
 				continue;
-			struct doc_finding *f = add(fs, "buffer-clamped", SEV_INFO, "medium", d, l);
+			struct doc_finding *f = add(fs, "buffer-clamped", SEV_WARNING, "medium", d, l);
 			if (!f)
 				return;
 			const char *sys = snd ? "net.core.wmem_max" : "net.core.rmem_max";
-			snprintf(f->summary, sizeof f->summary, "%s is twice %s exactly: the server "
-			         "asked for more and the kernel cut it", snd ? "SO_SNDBUF" : "SO_RCVBUF",
-			         sys);
+			snprintf(f->summary, sizeof f->summary, "%s is at its cap, twice %s, while %s",
+			         snd ? "SO_SNDBUF" : "SO_RCVBUF", sys,
+			         snd ? "connections waited for room to send" : "received data was dropped");
 			listener_evidence(f, d, l);
 			say(f->evidence, sizeof f->evidence, " %s=%u %s=%lld", snd ? "tb" : "rb", have, sys,
 			    cap);
+			if (snd)
+				say(f->evidence, sizeof f->evidence, " sndbuf_limited_connections=%lld",
+				    snd_pressure);
+			else
+				say(f->evidence, sizeof f->evidence, " TCPRcvQDrop=+%lld PruneCalled=+%lld",
+				    delta(ns, C_RCVQ_DROP), delta(ns, C_PRUNE));
 			char pre[64];
 			in_ns(d, l, pre, sizeof pre);
-			fix(f, "%ssysctl -w %s=%lld (or what the server asks)", pre, sys, 4 * cap);
+			fix(f, "%ssysctl -w %s=%lld, then a larger %s", pre, sys, 4 * cap,
+			    snd ? "--sndbuf" : "--rcvbuf");
 		}
 	}
 }
@@ -460,7 +473,8 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	long long bytes = 0, used = 0, open = 0;
 	for (size_t k = 0; k < d->nc; k++) {
 		const struct doc_conn *c = &d->c[k];
-		if (c->last.has_mem && c->last.state == TS_ESTABLISHED) {
+		/* (open at the end of the window: a closed one holds nothing) */
+		if (c->last.has_mem && c->last.state == TS_ESTABLISHED && c->last_t == d->final_t) {
 			bytes += (long long)c->last.mem[MEM_RCVBUF] + c->last.mem[MEM_SNDBUF];
 			used += (long long)c->last.mem[MEM_RMEM] + c->last.mem[MEM_QUEUED];
 			open++;
@@ -468,11 +482,11 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	}
 	const struct doc_ns *ns = &d->ns[0];
 	long long page = sysconf(_SC_PAGESIZE), high = ns->tcp_mem[2] * page;
-	if (!open || ns->tcp_mem[2] <= 0 || bytes <= high)
+	/* only a possibility while they hold little (the kernel's usual overcommit): a finding
+	 * once a tenth of the limit is in use */
+	if (!open || ns->tcp_mem[2] <= 0 || bytes <= high || 10 * used < high)
 		return;
-	/* only a possibility while they hold little: a warning once a tenth is in use */
-	struct doc_finding *f = add(fs, "memory-exposure", 10 * used >= high ? SEV_WARNING : SEV_INFO,
-	                            "medium", d, -1);
+	struct doc_finding *f = add(fs, "memory-exposure", SEV_WARNING, "medium", d, -1);
 	if (!f)
 		return;
 	snprintf(f->summary, sizeof f->summary, "the connections' buffers, if filled, exceed the "

@@ -2,6 +2,8 @@
  * thousands of sockets finds its holders by a binary search.  (doctor's; attach walks one
  * process's descriptors itself, taking a copy of each.) */
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,3 +111,67 @@ unsigned long long netns_of(int pid)
 	return stat(path, &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
 }
 
+
+static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t n, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+	va_start(ap, fmt);
+	if (used < n)
+		vsnprintf(buf + used, n - used, fmt, ap);
+	va_end(ap);
+}
+
+static void quoted(char *out, size_t n, const char *arg)
+{
+	int plain = *arg != '\0';
+	for (const char *c = arg; *c; c++)
+		plain &= !!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                  "0123456789-_./=:,+@%", *c);
+	if (plain) {
+		add(out, n, "%s", arg);
+		return;
+	}
+	add(out, n, "'");
+	for (const char *c = arg; *c; c++)
+		add(out, n, *c == '\'' ? "'\\''" : "%c", *c);
+	add(out, n, "'");
+}
+
+void cmdline_of(int pid, char *out, size_t n)
+{
+	char path[64], raw[4096];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+	FILE *f = fopen(path, "re");
+	size_t len = f ? fread(raw, 1, sizeof raw, f) : 0;
+	if (f)
+		fclose(f);
+	out[0] = '\0';
+	if (!len) {
+		snprintf(out, n, "PROGRAM (the command line of %d is not readable here)", pid);
+		return;
+	}
+	if (len == sizeof raw) {
+		snprintf(out, n, "PROGRAM (the command line of %d is too long to show)", pid);
+		return;
+	}
+	raw[len] = '\0';
+	int args = 0;
+	for (size_t k = 0; k < len; k += strlen(raw + k) + 1)
+		args++;
+	if (args == 1 && strchr(raw, ' ')) { /* argv rewritten as a title: nginx, postgres */
+		char exe[256];
+		snprintf(path, sizeof path, "/proc/%d/exe", pid);
+		ssize_t e = readlink(path, exe, sizeof exe - 1);
+		snprintf(out, n, "%s (its start command: %d shows only the title '%.100s')",
+		         e > 0 ? (exe[e] = '\0', exe) : "PROGRAM", pid, raw);
+		return;
+	}
+	for (size_t k = 0; k < len; k += strlen(raw + k) + 1) {
+		add(out, n, "%s", k ? " " : "");
+		quoted(out, n, raw + k);
+	}
+	if (strlen(out) + 1 >= n)
+		snprintf(out, n, "PROGRAM (the command line of %d is too long to show)", pid);
+}

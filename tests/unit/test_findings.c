@@ -71,9 +71,13 @@ static void nagle_cases(void)
 	reset();
 	struct doc_conn *c = conn(); /* 50 requests, 100 response segments, rtt 20 ms */
 	c->last.ti.data_segs_in = 50, c->last.ti.data_segs_out = 100, c->max_rtt = 20300;
-	c->last.ti.data_segs_out = 100;
+	c->nodelay = 0;
 	if (!has("nagle-delayed-ack", &sure) || strcmp(sure, "high") != 0)
-		CASE_FAIL("the Nagle stall, NODELAY read 0 on the listener: high (%s)", sure);
+		CASE_FAIL("the Nagle stall, NODELAY read 0 on the connection: high (%s)", sure);
+	c->nodelay = -2;
+	if (!has("nagle-delayed-ack", &sure) || strcmp(sure, "medium") != 0)
+		CASE_FAIL("the connection not read, the listener's 0 (a server may set it per "
+		          "connection): medium (%s)", sure);
 	c->nodelay = 1;
 	if (has("nagle-delayed-ack", NULL))
 		CASE_FAIL("NODELAY on the connection: no Nagle finding");
@@ -84,6 +88,12 @@ static void nagle_cases(void)
 	c->max_rtt = 9000;
 	if (has("nagle-delayed-ack", NULL))
 		CASE_FAIL("rtt 9 ms over a 0.01 ms path: under the 15 ms signature");
+	c->max_rtt = 20300, c->last.ti.data_segs_out = 50;
+	if (has("nagle-delayed-ack", NULL))
+		CASE_FAIL("one segment per response: nothing for Nagle to hold, no finding");
+	c->last.ti.data_segs_out = 100, c->last.ti.min_rtt = UINT32_MAX;
+	if (has("nagle-delayed-ack", NULL))
+		CASE_FAIL("no rtt sample yet (min_rtt ~0U): no finding");
 	end_group("findings_nagle");
 }
 
@@ -94,8 +104,8 @@ static void two_write_cases(void)
 	struct doc_conn *c = conn(); /* 68 requests in 136 pieces over 3 s, ato 40 ms */
 	c->last.ti.data_segs_in = 136, c->last.ti.data_segs_out = 68, c->max_ato = 40000;
 	c->max_rtt = 170;
-	if (!has("delayed-ack-two-write", &sure) || strcmp(sure, "high") != 0)
-		CASE_FAIL("22.7 requests a second, ato 40 ms: high (%s)", sure);
+	if (!has("delayed-ack-two-write", &sure) || strcmp(sure, "medium") != 0)
+		CASE_FAIL("22.7 requests a second, ato 40 ms: medium (%s)", sure);
 	if (has("nagle-delayed-ack", NULL))
 		CASE_FAIL("the two-write stall is not the Nagle one");
 	c->max_ato = 8000;
@@ -106,8 +116,9 @@ static void two_write_cases(void)
 	if (has("delayed-ack-two-write", NULL))
 		CASE_FAIL("--quickack: 29000 requests a second, no finding");
 	c->last.ti.data_segs_in = 20, c->last.ti.data_segs_out = 10;
-	if (!has("delayed-ack-two-write", &sure) || strcmp(sure, "medium") != 0)
-		CASE_FAIL("3 requests a second: a client that may wait of itself, medium (%s)", sure);
+	if (has("delayed-ack-two-write", NULL))
+		CASE_FAIL("3 requests a second: slower than one delayed ACK each, no finding");
+	c->last.ti.data_segs_in = 136, c->last.ti.data_segs_out = 68;
 	c->samples = 1;
 	if (has("delayed-ack-two-write", NULL))
 		CASE_FAIL("seen once: no rate, no finding");
@@ -119,15 +130,17 @@ static void overflow_cases(void)
 	const char *sure = "";
 	reset();
 	d.ns[0].start[C_LISTEN_OVERFLOWS] = 100, d.ns[0].end[C_LISTEN_OVERFLOWS] = 1700;
-	d.l[0].drops_first = 10, d.l[0].drops_last = 1610;
+	d.l[0].drops_first = 10, d.l[0].drops_last = 1610, d.l[0].mem_samples = 2;
 	if (!has("accept-queue-overflow", &sure) || strcmp(sure, "high") != 0)
 		CASE_FAIL("the listener's own drops and the overflows: high (%s)", sure);
 	d.l[0].drops_last = 10;
+	d.l[0].queue_peak = 6;
 	if (has("accept-queue-overflow", NULL))
-		CASE_FAIL("overflows in the namespace, none on this listener, its queue never seen: none");
-	d.l[0].queue_peak = 3;
-	if (!has("accept-queue-overflow", &sure) || strcmp(sure, "medium") != 0)
-		CASE_FAIL("its queue seen half full, the only one: medium (%s)", sure);
+		CASE_FAIL("overflows in the namespace, its own drops read and none: another "
+		          "listener's, no finding even with its queue seen full");
+	d.l[0].mem_samples = 0, d.l[0].queue_peak = 3;
+	if (!has("accept-queue-overflow", &sure) || strcmp(sure, "low") != 0)
+		CASE_FAIL("drops not read, its queue seen half full, the only one: low (%s)", sure);
 	d.ns[0].end[C_LISTEN_OVERFLOWS] = 100;
 	d.l[0].drops_last = 1610;
 	if (has("accept-queue-overflow", NULL))
@@ -149,8 +162,12 @@ static void retransmit_cases(void)
 	if (!has("retransmits", NULL))
 		CASE_FAIL("5 of 200: a finding");
 	c->last.ti.total_retrans = 1, c->last.ti.total_rto = 1;
+	c->last.info_len = sizeof c->last.ti;
 	if (!has("retransmits", NULL))
 		CASE_FAIL("one retransmit timeout: a finding");
+	c->last.state = TS_LAST_ACK;
+	if (has("retransmits", NULL))
+		CASE_FAIL("a FIN sent again to a client gone: no finding");
 	end_group("findings_retransmits");
 }
 
@@ -170,8 +187,25 @@ static void healthy_cases(void)
 		CASE_FAIL("75%% of busy time waiting for the window: a finding");
 	c->last.ti.rwnd_limited = 0;
 	d.l[0].rb = 2 * 4194304;
+	if (has("buffer-clamped", NULL))
+		CASE_FAIL("rb at twice rmem_max (--rcvbuf 4M), no receive drops: no finding");
+	d.ns[0].start[C_RCVQ_DROP] = 0, d.ns[0].end[C_RCVQ_DROP] = 40;
 	if (!has("buffer-clamped", NULL))
-		CASE_FAIL("rb at twice rmem_max exactly: buffer-clamped");
+		CASE_FAIL("rb at its cap while received data was dropped: buffer-clamped");
+	d.ns[0].end[C_RCVQ_DROP] = 0;
+	/* an open connection with 16 MiB of buffers against a ~4 MB tcp_mem, holding nothing,
+	 * then a quarter of the limit */
+	d.final_t = c->last_t;
+	c->last.mem[MEM_RCVBUF] = 8 << 20, c->last.mem[MEM_SNDBUF] = 8 << 20;
+	d.ns[0].tcp_mem[2] = 1000; /* pages: ~4 MB */
+	if (has("memory-exposure", NULL))
+		CASE_FAIL("buffers over the limit, nothing in use: no finding");
+	c->last.mem[MEM_RMEM] = 1 << 20;
+	if (!has("memory-exposure", NULL))
+		CASE_FAIL("a quarter of the limit in use: memory-exposure");
+	c->last_t = 1;
+	if (has("memory-exposure", NULL))
+		CASE_FAIL("a connection closed before the end holds nothing: no finding");
 	end_group("findings_healthy");
 }
 
