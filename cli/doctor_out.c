@@ -328,9 +328,10 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 	fprintf(f, "{\"window_s\": %.3f, \"sampling\": {\"listener_samples\": %lld, "
 	        "\"listener_sample_us\": %.1f, \"connection_samples\": %lld, "
 	        "\"connection_sample_us\": %.1f, \"max_connections_in_sample\": %lld, "
-	        "\"cpu_ms\": %.1f, \"incomplete_samples\": %lld, \"interrupted\": %s},\n", d->elapsed_s, d->listener_samples, d->listener_sample_us,
+	        "\"cpu_ms\": %.1f, \"incomplete_samples\": %lld, \"dumps_cut_short\": %ld, "
+	        "\"interrupted\": %s},\n", d->elapsed_s, d->listener_samples, d->listener_sample_us,
 	        d->conn_samples, d->conn_sample_us, d->max_conns_in_sample, d->cpu_ms, d->dump_errors,
-	        d->interrupted ? "true" : "false");
+	        diag_interrupted, d->interrupted ? "true" : "false");
 	fprintf(f, " \"namespaces\": [");
 	for (int k = 0; k < d->nns; k++) {
 		const struct doc_ns *ns = &d->ns[k];

@@ -232,6 +232,21 @@ owner $(json_get "$TMP/port.json" listeners.0.pid) vs $SRV_PID" \
 	stop
 fi
 
+# ---- hostile: a closed stdout, an interrupt ----
+"$CLI" doctor --seconds 0.3 >&- 2>"$TMP/closed.err"
+rc=$?
+check doctor_stdout_closed "status $rc: $(cat "$TMP/closed.err")" "$rc" = 3 -a \
+	"$(grep -c 'stdout is closed' "$TMP/closed.err")" = 1
+"$CLI" doctor --seconds 30 --json >"$TMP/int.json" 2>"$TMP/int.err" &
+p=$!
+sleep 0.5
+kill -INT "$p"
+busywait 5000 gone "$p"
+wait "$p"
+rc=$?
+check doctor_interrupted "status $rc, interrupted=$(json_get "$TMP/int.json" sampling.interrupted): \
+$(cat "$TMP/int.err")" "$rc" = 130 -a "$(json_get "$TMP/int.json" sampling.interrupted)" = True
+
 # ---- usage ----
 for bad in "--seconds 0" "--seconds x" "nope" ":0" "--frobnicate"; do
 	# shellcheck disable=SC2086 # the words on purpose
