@@ -90,8 +90,9 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	$(CC) $(ST_CFLAGS) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
-# test_findings includes doctor's rules and its sock_diag reader whole.
-$(BUILD)/tests/unit/test_findings: cli/findings.c cli/diag.c cli/doctor.h cli/cli.h
+# test_findings includes doctor's rules, its sock_diag reader and holders.c whole.
+$(BUILD)/tests/unit/test_findings: cli/findings.c cli/diag.c cli/holders.c cli/doctor.h cli/cli.h \
+                                   cli/netlink.h
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h

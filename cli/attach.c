@@ -30,12 +30,6 @@
 #include "socktune_kernel.h"
 #include "cli.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
 
 #define MAX_PIDS 256
 

@@ -143,6 +143,14 @@ struct report {
 int check_main(const struct cli *c, const struct st_policy *p);
 
 /* ---- attach.c: socktune attach ---- */
+
+/* (Linux 5.3 and 5.6; older headers lack the numbers) */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 struct attach_args {
 	int json, connections, follow;
 	char **targets; /* PIDs and :PORTs, NULL-terminated */

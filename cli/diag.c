@@ -18,14 +18,9 @@
 #include <netinet/in.h>
 
 #include "doctor.h"
+#include "netlink.h"
 
-/* The kernel's ABI (linux/netlink.h, linux/inet_diag.h, linux/sock_diag.h), written out:
- * musl's include path has no linux/ headers, and these layouts and numbers are fixed. */
-struct nl_hdr {
-	uint32_t len;
-	uint16_t type, flags;
-	uint32_t seq, pid;
-};
+/* sock_diag's ABI (linux/inet_diag.h, linux/sock_diag.h), written out as netlink.h is */
 struct diag_id {
 	uint16_t sport, dport; /* network order */
 	uint32_t src[4], dst[4];
@@ -42,13 +37,8 @@ struct diag_msg {
 	struct diag_id id;
 	uint32_t expires, rqueue, wqueue, uid, inode;
 };
-struct nl_attr {
-	uint16_t len, type;
-};
-enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, NLMSG_ERROR_ = 2, NLMSG_DONE_ = 3,
-       NLM_F_REQUEST_ = 1, NLM_F_DUMP_ = 0x300, NLM_F_DUMP_INTR_ = 0x10, INET_DIAG_INFO_ = 2,
+enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, INET_DIAG_INFO_ = 2,
        INET_DIAG_SKMEMINFO_ = 7 };
-#define NL_ALIGN(n) (((n) + 3u) & ~3u)
 
 /* The layout above is the kernel's: a few offsets checked against linux/tcp.h's */
 _Static_assert(offsetof(struct diag_tcp_info, rto) == 8, "tcp_info layout");
@@ -182,11 +172,7 @@ static int dump_family(int nl, int family, unsigned states, int with_info, diag_
 	req.r.states = states;
 	if (with_info)
 		req.r.ext = 1u << (INET_DIAG_INFO_ - 1) | 1u << (INET_DIAG_SKMEMINFO_ - 1);
-	struct sockaddr_nl_ {
-		sa_family_t family;
-		unsigned short pad;
-		uint32_t pid, groups;
-	} kernel = {.family = AF_NETLINK};
+	struct nl_addr kernel = {.family = AF_NETLINK};
 	if (sendto(nl, &req, sizeof req, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
 		return -errno;
 	static _Alignas(8) char buf[64 * 1024];

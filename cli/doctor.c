@@ -3,8 +3,9 @@
  * which setting cures what was seen (findings.c), with the numbers.
  *
  * The window: the listeners' accept queues sampled every 20 ms through sock_diag, every 5 ms
- * while one is not empty (a burst that fills a queue lasts tens of milliseconds); the connections, with their tcp_info, every
- * 200 ms; the namespace's TcpExt counters at both ends.  At the end, with ptrace access,
+ * while one is not empty (a burst that fills a queue lasts tens of milliseconds); the
+ * connections, with their tcp_info, every 200 ms; the namespace's TcpExt counters at both
+ * ends.  At the end, with ptrace access,
  * TCP_NODELAY read on a pidfd_getfd copy of each listener and of the worst connections:
  * sock_diag does not report it. */
 #include <dirent.h>
@@ -27,12 +28,6 @@
 #include "socktune_opts.h"
 #include "doctor.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
 
 #define TICK_MS 20           /* listener samples: 50 a second */
 #define BUSY_TICK_MS 5       /* ... 200 while an accept queue holds connections */
@@ -42,104 +37,12 @@
 #define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
                      1u << TS_CLOSE_WAIT | 1u << TS_LAST_ACK | 1u << TS_CLOSING)
 
-const char *const doc_counter_names[C_COUNT] = {
-	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",
-	"TCPRcvQDrop", "PruneCalled",
-};
 
 static double now_s(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* ---- a namespace's counters and limits ---- */
-
-/* A counter of a /proc/PID/net/{netstat,snmp} file: "Prefix: names" then "Prefix: values". */
-static long long proc_counter(int pid, const char *file, const char *prefix, const char *name)
-{
-	char path[64], names[4096], vals[4096];
-	if (pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
-	else
-		snprintf(path, sizeof path, "/proc/self/net/%s", file);
-	FILE *f = fopen(path, "re");
-	long long v = -1;
-	size_t plen = strlen(prefix);
-	while (f && v < 0 && fgets(names, sizeof names, f) && fgets(vals, sizeof vals, f)) {
-		if (strncmp(names, prefix, plen) != 0 || strncmp(vals, prefix, plen) != 0)
-			continue;
-		char *sn, *sv, *n = strtok_r(names + plen, " \n", &sn), *x = strtok_r(vals + plen, " \n", &sv);
-		for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
-			if (strcmp(n, name) == 0) {
-				v = strtoll(x, NULL, 10);
-				break;
-			}
-	}
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static void read_counters(const struct doc_ns *ns, long long *out)
-{
-	for (int k = 0; k < C_COUNT; k++)
-		out[k] = k == C_RETRANS_SEGS
-		             ? proc_counter(ns->pid, "snmp", "Tcp:", "RetransSegs")
-		             : proc_counter(ns->pid, "netstat", "TcpExt:", doc_counter_names[k]);
-}
-
-/* A sysctl of the namespace: /proc/PID/root is not needed, /proc/sys follows the reader's
- * namespace, so another one's is read by a child that joins it (attach.c does the same). */
-static void read_limits(struct doc_ns *ns)
-{
-	long long *dst[] = {&ns->somaxconn, &ns->rmem_max, &ns->wmem_max};
-	const char *names[] = {"net.core.somaxconn", "net.core.rmem_max", "net.core.wmem_max"};
-	for (int k = 0; k < 3; k++)
-		*dst[k] = ns->ours ? st_sysctl_num(names[k], -1) : target_sysctl(ns->pid, names[k]);
-	char buf[128];
-	const char *three[] = {"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"};
-	long long *arr[] = {ns->tcp_mem, ns->rmem, ns->wmem};
-	for (int k = 0; k < 3; k++) {
-		arr[k][0] = arr[k][1] = arr[k][2] = -1;
-		if (st_sysctl_str(three[k], buf, sizeof buf) == 0) /* (tcp_mem is per host anyway) */
-			sscanf(buf, "%lld %lld %lld", &arr[k][0], &arr[k][1], &arr[k][2]);
-	}
-}
-
-static int ns_index(struct doctor *d, int pid)
-{
-	unsigned long long ino = netns_of(pid);
-	for (int k = 0; k < d->nns; k++)
-		if (d->ns[k].ino == ino)
-			return k;
-	if (!ino)
-		return -1;
-	if (d->nns == DOC_MAX_NS) {
-		if (!d->ns_dropped++)
-			fprintf(stderr, "socktune: doctor %d: not looked at: its network namespace is past "
-			        "the %d followed\n", pid, DOC_MAX_NS);
-		return -1;
-	}
-	struct doc_ns *ns = &d->ns[d->nns];
-	memset(ns, 0, sizeof *ns);
-	ns->ino = ino;
-	ns->ours = ino == netns_of(0);
-	ns->pid = ns->ours ? 0 : pid;
-	ns->nl = diag_open(ns->pid);
-	if (ns->nl < 0) {
-		if (!ns->ours && ns->nl != -ENOENT && ns->nl != -ESRCH)
-			snprintf(ns->error, sizeof ns->error, "the network namespace of %d (%llu) is not "
-			         "readable from here: %s (CAP_SYS_ADMIN, or run doctor inside it)", pid, ino,
-			         strerror(-ns->nl));
-		else
-			snprintf(ns->error, sizeof ns->error, "sock_diag (network namespace %llu): %s%s",
-			         ino, strerror(-ns->nl), ns->ours ? "" : " (did the process exit?)");
-		ns->nl = -1;
-	}
-	read_limits(ns);
-	return d->nns++;
 }
 
 /* ---- the samples ---- */
@@ -569,16 +472,16 @@ int doctor_main(struct doctor *d)
 	int nports = 0;
 	if (split_targets(d, pids, &npids, ports, &nports) != 0)
 		return 3;
-	if (ns_index(d, 0) < 0) {
+	if (doc_ns_add(d, 0) < 0) {
 		fprintf(stderr, "socktune: doctor: cannot read this network namespace\n");
 		return 3;
 	}
 	for (int k = 0; k < npids; k++)
-		ns_index(d, pids[k]);
+		doc_ns_add(d, pids[k]);
 	for (int k = 0; k < d->nns; k++) {
 		if (d->ns[k].nl < 0)
 			fprintf(stderr, "socktune: doctor: %s\n", d->ns[k].error);
-		read_counters(&d->ns[k], d->ns[k].start);
+		doc_ns_counters(&d->ns[k], d->ns[k].start);
 	}
 	d->rto_min_us = kernel_has(IPPROTO_TCP, TCP_RTO_MIN_US);
 	d->delack_max_us = kernel_has(IPPROTO_TCP, TCP_DELACK_MAX_US);
@@ -615,7 +518,7 @@ int doctor_main(struct doctor *d)
 		d->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 		            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	for (int k = 0; k < d->nns; k++)
-		read_counters(&d->ns[k], d->ns[k].end);
+		doc_ns_counters(&d->ns[k], d->ns[k].end);
 	free(hs.h);
 	if (d->listener_samples)
 		d->listener_sample_us /= (double)d->listener_samples;

@@ -81,6 +81,8 @@ void holders_scan(struct holders *hs, const int *pids, int npids);
 /* The first holder of ino, or NULL; the others follow it. */
 const struct holder *holders_find(const struct holders *hs, unsigned long long ino);
 void comm_of(int pid, char *out, size_t n);
+/* fmt appended to the string in buf (n bytes), cut at its end */
+void doc_say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* pid's command line as a shell would take it back, or why it cannot be shown */
 void cmdline_of(int pid, char *out, size_t n);
 unsigned long long netns_of(int pid); /* the inode of its network namespace; 0: ours */
@@ -95,6 +97,7 @@ unsigned long long netns_of(int pid); /* the inode of its network namespace; 0: 
 enum { C_LISTEN_OVERFLOWS, C_LISTEN_DROPS, C_SYN_RETRANS, C_RETRANS_SEGS, C_TIMEOUTS,
        C_RCVQ_DROP, C_PRUNE, C_COUNT };
 extern const char *const doc_counter_names[C_COUNT];
+struct doctor;
 
 struct doc_ns {
 	unsigned long long ino; /* of /proc/PID/ns/net */
@@ -178,6 +181,11 @@ struct doctor {
  * it began, else since the connection began (within the window). */
 #define DOC_DELTA(c, f) \
 	((c)->from_start ? (c)->last.ti.f - (c)->first.ti.f : (c)->last.ti.f)
+
+/* netns.c: the namespace of pid (0: ours) among d's, added with its sock_diag socket and
+ * limits when new; its index, or -1 */
+int doc_ns_add(struct doctor *d, int pid);
+void doc_ns_counters(const struct doc_ns *ns, long long *out); /* now, -1 each unreadable */
 
 enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
 int doctor_main(struct doctor *d);

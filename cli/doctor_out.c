@@ -62,14 +62,15 @@ static long long counter_delta(const struct doc_ns *ns, int k)
 
 /* ---- text ---- */
 
-/* A share of busy time, or "-" with no busy time to share */
-static const char *pct(uint64_t part, uint64_t busy, char *buf, size_t n)
+/* A share of busy time in fmt, or none with no busy time to share: text "-", JSON null */
+static const char *pct(uint64_t part, uint64_t busy, const char *fmt, const char *none,
+                       char *buf, size_t n)
 {
 	double v = doc_share(part, busy);
 	if (v < 0)
-		snprintf(buf, n, "-");
+		snprintf(buf, n, "%s", none);
 	else
-		snprintf(buf, n, "%.0f%%", v);
+		snprintf(buf, n, fmt, v);
 	return buf;
 }
 
@@ -141,8 +142,10 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		        local, peer, state_name(c->last.state), t->rtt / 1000.0, c->max_rtt / 1000.0,
 		        t->min_rtt == UINT32_MAX ? 0 : t->min_rtt / 1000.0, c->max_ato / 1000.0,
 		        DOC_DELTA(c, total_retrans),
-		        pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), rw, sizeof rw),
-		        pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), sb, sizeof sb),
+		        pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), "%.0f%%", "-", rw,
+		            sizeof rw),
+		        pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), "%.0f%%", "-", sb,
+		            sizeof sb),
 		        t->notsent_bytes, c->last.mem[MEM_RCVBUF], c->last.mem[MEM_SNDBUF],
 		        nodelay_text(c->nodelay));
 	}
@@ -280,17 +283,6 @@ static void listener_json(FILE *f, const struct doctor *d, const struct doc_list
 	fprintf(f, "}");
 }
 
-/* A share of busy time as JSON: null with no busy time */
-static const char *json_pct(uint64_t part, uint64_t busy, char *buf, size_t n)
-{
-	double v = doc_share(part, busy);
-	if (v < 0)
-		snprintf(buf, n, "null");
-	else
-		snprintf(buf, n, "%.1f", v);
-	return buf;
-}
-
 static void conn_json(FILE *f, const struct doctor *d, const struct doc_conn *c)
 {
 	char rw[16], sb[16];
@@ -315,8 +307,8 @@ static void conn_json(FILE *f, const struct doctor *d, const struct doc_conn *c)
 	        state_name(c->last.state), pid, fd, c->samples, t->rtt / 1000.0,
 	        c->max_rtt / 1000.0, minrtt, c->max_ato / 1000.0, t->rcv_rtt / 1000.0,
 	        DOC_DELTA(c, total_retrans), DOC_DELTA(c, busy_time) / 1000.0,
-	        json_pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), rw, sizeof rw),
-	        json_pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), sb, sizeof sb),
+	        pct(DOC_DELTA(c, rwnd_limited), DOC_DELTA(c, busy_time), "%.1f", "null", rw, sizeof rw),
+	        pct(DOC_DELTA(c, sndbuf_limited), DOC_DELTA(c, busy_time), "%.1f", "null", sb, sizeof sb),
 	        (unsigned long long)t->delivery_rate, t->notsent_bytes, DOC_DELTA(c, data_segs_in),
 	        DOC_DELTA(c, data_segs_out), c->last.mem[MEM_RCVBUF], c->last.mem[MEM_SNDBUF]);
 	nodelay_json(f, c->nodelay);

@@ -54,17 +54,6 @@ static struct doc_finding *add(struct doc_findings *fs, const char *kind, enum d
 	return f;
 }
 
-static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t n, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-	va_start(ap, fmt);
-	if (used < n)
-		vsnprintf(buf + used, n - used, fmt, ap);
-	va_end(ap);
-}
-
 static void fix(struct doc_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fix(struct doc_finding *f, const char *fmt, ...)
 {
@@ -111,7 +100,7 @@ static void listener_evidence(struct doc_finding *f, const struct doctor *d, int
 	const struct doc_listener *L = &d->l[l];
 	char addr[64];
 	diag_addr(L->family, L->addr, L->port, addr, sizeof addr);
-	say(f->evidence, sizeof f->evidence, "listener=%s backlog=%u", addr, L->backlog);
+	doc_say(f->evidence, sizeof f->evidence, "listener=%s backlog=%u", addr, L->backlog);
 }
 
 /* The accept queue: the listener dropped connection attempts while the namespace counted
@@ -140,7 +129,7 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 		         "kernel dropped connection attempts: clients wait 1 s, 3 s, 7 s to retry",
 		         L->backlog);
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " queue_peak=%u dropped=+%lld ListenOverflows=+%lld "
+		doc_say(f->evidence, sizeof f->evidence, " queue_peak=%u dropped=+%lld ListenOverflows=+%lld "
 		    "ListenDrops=+%lld TCPSynRetrans=+%lld window_s=%.1f somaxconn=%lld", L->queue_peak,
 		    mine, ov, drops, delta(ns, C_SYN_RETRANS), d->elapsed_s, ns->somaxconn);
 		char pre[64], flags[32], sysctl[96];
@@ -170,7 +159,7 @@ static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
 		         "(%lld), and the queue came near it: what the server asked is cut to it",
 		         ns->somaxconn);
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " somaxconn=%lld queue_peak=%u asked=unknown",
+		doc_say(f->evidence, sizeof f->evidence, " somaxconn=%lld queue_peak=%u asked=unknown",
 		    ns->somaxconn, L->queue_peak);
 		char pre[64], sysctl[96];
 		in_ns(d, l, pre, sizeof pre);
@@ -242,14 +231,14 @@ static void nagle(const struct doctor *d, struct doc_findings *fs)
 		snprintf(f->summary, sizeof f->summary, "the server's small writes wait for the "
 		         "client's delayed ACK (Nagle on): ~40 ms added to responses");
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld rtt_ms=%.1f "
+		doc_say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld rtt_ms=%.1f "
 		    "min_rtt_ms=%.2f segs_in=%u segs_out=%u segs_out_per_s=%.1f nodelay=%s",
 		    t.conns, t.hit, w->max_rtt / 1000.0, w->last.ti.min_rtt / 1000.0,
 		    DOC_DELTA(w, data_segs_in), DOC_DELTA(w, data_segs_out), rate_of(w),
 		    t.nodelay_off ? "0" : t.listener_off ? "\"listener 0, connection not read\""
 		                                         : "unknown");
 		if (!t.nodelay_off && !t.listener_off)
-			say(f->evidence, sizeof f->evidence, " nodelay_why=\"%s\"",
+			doc_say(f->evidence, sizeof f->evidence, " nodelay_why=\"%s\"",
 			    d->l[l].nodelay_why[0] ? d->l[l].nodelay_why : "not readable");
 		fix_flags(f, d, l, "--nodelay", 1);
 	}
@@ -294,7 +283,7 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 		         "first piece, and the client (Nagle on) holds the rest until then: ~40 ms "
 		         "per request");
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld ato_ms=%.1f "
+		doc_say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld ato_ms=%.1f "
 		    "segs_out_per_s=%.1f segs_in=%u segs_out=%u rtt_ms=%.2f", t.conns, t.hit,
 		    w->max_ato / 1000.0, worst_rate, DOC_DELTA(w, data_segs_in),
 		    DOC_DELTA(w, data_segs_out), w->max_rtt / 1000.0);
@@ -339,7 +328,7 @@ static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
 		if (!f)
 			return;
 		listener_evidence(f, d, l);
-		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld share_pct=%.0f "
+		doc_say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld share_pct=%.0f "
 		    "busy_ms=%.0f limited_ms=%.0f snd_wnd=%u unsent=%u delivery_rate=%llu tb=%u",
 		    t.conns, t.hit, worst_share, DOC_DELTA(w, busy_time) / 1000.0,
 		    (rwnd ? DOC_DELTA(w, rwnd_limited) : DOC_DELTA(w, sndbuf_limited)) / 1000.0,
@@ -350,9 +339,12 @@ static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
 			snprintf(f->summary, sizeof f->summary, "the server's sends wait for the "
 			         "client's receive window: the reader is slow or its buffer small; no "
 			         "setting of this server changes it");
+			char now[48] = "";
+			if (ns->rmem[2] > 0)
+				snprintf(now, sizeof now, "%lld in this namespace; ", ns->rmem[2]);
 			fix(f, "on the reading side: read sooner; a larger receive window there comes "
-			    "from net.ipv4.tcp_rmem's maximum on the reader's host (%lld in this "
-			    "namespace; a fixed SO_RCVBUF would turn its autotuning off)", ns->rmem[2]);
+			    "from net.ipv4.tcp_rmem's maximum on the reader's host (%sa fixed SO_RCVBUF "
+			    "would turn its autotuning off)", now);
 			continue;
 		}
 		snprintf(f->summary, sizeof f->summary, "the server's sends wait for room in its own "
@@ -405,14 +397,14 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 		              : "");
 		listener_evidence(f, d, l);
 		const struct doc_ns *ns = &d->ns[d->l[l].ns];
-		say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld retrans=%lld "
+		doc_say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld retrans=%lld "
 		    "segs_out=%lld rto_ms=%.0f TCPRcvQDrop=+%lld PruneCalled=+%lld TCPTimeouts=+%lld",
 		    conns, hit, retrans, segs, max_rto / 1000.0, delta(ns, C_RCVQ_DROP),
 		    delta(ns, C_PRUNE), delta(ns, C_TIMEOUTS));
 		if (rto_known)
-			say(f->evidence, sizeof f->evidence, " rto_events=%lld", rtos);
+			doc_say(f->evidence, sizeof f->evidence, " rto_events=%lld", rtos);
 		else
-			say(f->evidence, sizeof f->evidence, " rto_events=\"unknown (before Linux 6.7)\"");
+			doc_say(f->evidence, sizeof f->evidence, " rto_events=\"unknown (before Linux 6.7)\"");
 		fix(f, "loss is on the path or at a receiver: see which side drops (nstat -az "
 		    "TcpExtTCPRcvQDrop TcpExtPruneCalled on each host)");
 		/* a smaller timeout only where round trips are short (a LAN) */
@@ -450,13 +442,13 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 			         snd ? "SO_SNDBUF" : "SO_RCVBUF", sys,
 			         snd ? "connections waited for room to send" : "received data was dropped");
 			listener_evidence(f, d, l);
-			say(f->evidence, sizeof f->evidence, " %s=%u %s=%lld", snd ? "tb" : "rb", have, sys,
+			doc_say(f->evidence, sizeof f->evidence, " %s=%u %s=%lld", snd ? "tb" : "rb", have, sys,
 			    cap);
 			if (snd)
-				say(f->evidence, sizeof f->evidence, " sndbuf_limited_connections=%lld",
+				doc_say(f->evidence, sizeof f->evidence, " sndbuf_limited_connections=%lld",
 				    snd_pressure);
 			else
-				say(f->evidence, sizeof f->evidence, " TCPRcvQDrop=+%lld PruneCalled=+%lld",
+				doc_say(f->evidence, sizeof f->evidence, " TCPRcvQDrop=+%lld PruneCalled=+%lld",
 				    delta(ns, C_RCVQ_DROP), delta(ns, C_PRUNE));
 			char pre[64];
 			in_ns(d, l, pre, sizeof pre);
@@ -491,7 +483,7 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 		return;
 	snprintf(f->summary, sizeof f->summary, "the connections' buffers, if filled, exceed the "
 	         "kernel's TCP memory limit: past it, TCP drops and shrinks on every socket");
-	say(f->evidence, sizeof f->evidence, "connections=%lld buffers_mib=%.0f in_use_mib=%.1f "
+	doc_say(f->evidence, sizeof f->evidence, "connections=%lld buffers_mib=%.0f in_use_mib=%.1f "
 	    "tcp_mem_high_mib=%.0f", open, bytes / 1048576.0, used / 1048576.0, high / 1048576.0);
 	fix(f, "smaller --rcvbuf/--sndbuf for this many connections, or a larger "
 	    "net.ipv4.tcp_mem (its third number, in pages)");

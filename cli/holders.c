@@ -112,8 +112,7 @@ unsigned long long netns_of(int pid)
 }
 
 
-static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t n, const char *fmt, ...)
+void doc_say(char *buf, size_t n, const char *fmt, ...)
 {
 	size_t used = strlen(buf);
 	va_list ap;
@@ -130,13 +129,13 @@ static void quoted(char *out, size_t n, const char *arg)
 		plain &= !!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		                  "0123456789-_./=:,+@%", *c);
 	if (plain) {
-		add(out, n, "%s", arg);
+		doc_say(out, n, "%s", arg);
 		return;
 	}
-	add(out, n, "'");
+	doc_say(out, n, "'");
 	for (const char *c = arg; *c; c++)
-		add(out, n, *c == '\'' ? "'\\''" : "%c", *c);
-	add(out, n, "'");
+		doc_say(out, n, *c == '\'' ? "'\\''" : "%c", *c);
+	doc_say(out, n, "'");
 }
 
 void cmdline_of(int pid, char *out, size_t n)
@@ -169,7 +168,7 @@ void cmdline_of(int pid, char *out, size_t n)
 		return;
 	}
 	for (size_t k = 0; k < len; k += strlen(raw + k) + 1) {
-		add(out, n, "%s", k ? " " : "");
+		doc_say(out, n, "%s", k ? " " : "");
 		quoted(out, n, raw + k);
 	}
 	if (strlen(out) + 1 >= n)

@@ -15,35 +15,20 @@
 
 #include "socktune_kernel.h"
 #include "cli.h"
+#include "netlink.h"
 
-/* The kernel's netlink ABI (linux/netlink.h, linux/rtnetlink.h), written out: musl's include
- * path has no linux/ headers, and these layouts and numbers are fixed. */
-struct nl_hdr {
-	uint32_t len;
-	uint16_t type, flags;
-	uint32_t seq, pid;
-};
-struct nl_addr {
-	sa_family_t family;
-	unsigned short pad;
-	uint32_t pid, groups;
-};
+/* rtnetlink's own (linux/rtnetlink.h), written out as netlink.h is */
 struct rt_hdr {
 	uint8_t family, dst_len, src_len, tos, table, protocol, scope, type;
 	uint32_t flags;
 };
-struct rt_attr {
-	uint16_t len, type;
-};
-enum { NETLINK_ROUTE_ = 0, NLMSG_ERROR_ = 2, NLMSG_DONE_ = 3, NLM_F_REQUEST_ = 1,
-       NLM_F_DUMP_ = 0x300, RTM_NEWROUTE_ = 24, RTM_GETROUTE_ = 26, SOL_NETLINK_ = 270,
+enum { NETLINK_ROUTE_ = 0, RTM_NEWROUTE_ = 24, RTM_GETROUTE_ = 26, SOL_NETLINK_ = 270,
        NETLINK_GET_STRICT_CHK_ = 12 /* the kernel filters a dump as asked (Linux 4.20) */ };
 #define RTM_F_LOOKUP_TABLE_ 0x1000 /* the table the route was found in */
 #define RTM_F_FIB_MATCH_ 0x2000    /* the route itself, not the destination's cache (4.13) */
 enum { RTA_DST_ = 1, RTA_OIF_ = 4, RTA_GATEWAY_ = 5, RTA_PRIORITY_ = 6, RTA_PREFSRC_ = 7,
        RTA_METRICS_ = 8, RTA_MULTIPATH_ = 9, RTA_FLOW_ = 11, RTA_TABLE_ = 15, RTA_VIA_ = 18,
        RTA_PREF_ = 20, RTA_ENCAP_ = 22, RTA_EXPIRES_ = 23, RTA_NH_ID_ = 30 };
-#define NL_ALIGN(n) (((n) + 3u) & ~3u)
 
 #define ROUTE_TIMEOUT_S 2  /* for the kernel's answer: it comes at once, or not at all */
 #define ROUTE_MAX_READS 8  /* datagrams read before giving up on the answer to a lookup */
@@ -95,8 +80,8 @@ struct decoding {
 static void each_attr(const unsigned char *p, size_t len, struct decoding *d,
                       void (*fn)(unsigned type, const unsigned char *v, size_t n, struct decoding *d))
 {
-	for (int k = 0; k < 64 && len >= sizeof(struct rt_attr); k++) {
-		struct rt_attr a;
+	for (int k = 0; k < 64 && len >= sizeof(struct nl_attr); k++) {
+		struct nl_attr a;
 		memcpy(&a, p, sizeof a);
 		if (a.len < sizeof a || a.len > len)
 			return;
@@ -299,7 +284,7 @@ int route_lookup(const char *addr, struct route_result *out)
 	struct {
 		struct nl_hdr h;
 		struct rt_hdr r;
-		struct rt_attr a;
+		struct nl_attr a;
 		unsigned char dst[16];
 	} req;
 	size_t alen = family == AF_INET6 ? 16 : 4;

@@ -7,6 +7,7 @@
 
 #include "../../cli/findings.c"
 #include "../../cli/diag.c"
+#include "../../cli/holders.c"
 #include "unit.h"
 
 static struct doctor d;

@@ -1,0 +1,104 @@
+/* A network namespace doctor looks at: its sock_diag socket (made inside it), its limits
+ * (somaxconn, rmem_max, wmem_max: each namespace has its own), and its TcpExt and Tcp
+ * counters, from /proc/PID/net of a process in it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "socktune_host.h"
+#include "doctor.h"
+
+const char *const doc_counter_names[C_COUNT] = {
+	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",
+	"TCPRcvQDrop", "PruneCalled",
+};
+
+/* A counter of a /proc/PID/net/{netstat,snmp} file: "Prefix: names" then "Prefix: values". */
+static long long proc_counter(int pid, const char *file, const char *prefix, const char *name)
+{
+	char path[64], names[4096], vals[4096];
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
+	else
+		snprintf(path, sizeof path, "/proc/self/net/%s", file);
+	FILE *f = fopen(path, "re");
+	long long v = -1;
+	size_t plen = strlen(prefix);
+	while (f && v < 0 && fgets(names, sizeof names, f) && fgets(vals, sizeof vals, f)) {
+		if (strncmp(names, prefix, plen) != 0 || strncmp(vals, prefix, plen) != 0)
+			continue;
+		char *sn, *sv, *n = strtok_r(names + plen, " \n", &sn);
+		char *x = strtok_r(vals + plen, " \n", &sv);
+		for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
+			if (strcmp(n, name) == 0) {
+				v = strtoll(x, NULL, 10);
+				break;
+			}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+void doc_ns_counters(const struct doc_ns *ns, long long *out)
+{
+	for (int k = 0; k < C_COUNT; k++)
+		out[k] = k == C_RETRANS_SEGS
+		             ? proc_counter(ns->pid, "snmp", "Tcp:", "RetransSegs")
+		             : proc_counter(ns->pid, "netstat", "TcpExt:", doc_counter_names[k]);
+}
+
+/* A sysctl of the namespace: /proc/PID/root is not needed, /proc/sys follows the reader's
+ * namespace, so another one's is read by a child that joins it (attach.c does the same). */
+static void read_limits(struct doc_ns *ns)
+{
+	long long *dst[] = {&ns->somaxconn, &ns->rmem_max, &ns->wmem_max};
+	const char *names[] = {"net.core.somaxconn", "net.core.rmem_max", "net.core.wmem_max"};
+	for (int k = 0; k < 3; k++)
+		*dst[k] = ns->ours ? st_sysctl_num(names[k], -1) : target_sysctl(ns->pid, names[k]);
+	char buf[128];
+	const char *three[] = {"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"};
+	long long *arr[] = {ns->tcp_mem, ns->rmem, ns->wmem};
+	for (int k = 0; k < 3; k++) {
+		arr[k][0] = arr[k][1] = arr[k][2] = -1;
+		/* (tcp_rmem and tcp_wmem are each namespace's own: another's stay unknown) */
+		if ((ns->ours || k == 0) && st_sysctl_str(three[k], buf, sizeof buf) == 0)
+			sscanf(buf, "%lld %lld %lld", &arr[k][0], &arr[k][1], &arr[k][2]);
+	}
+}
+
+int doc_ns_add(struct doctor *d, int pid)
+{
+	unsigned long long ino = netns_of(pid);
+	for (int k = 0; k < d->nns; k++)
+		if (d->ns[k].ino == ino)
+			return k;
+	if (!ino)
+		return -1;
+	if (d->nns == DOC_MAX_NS) {
+		if (!d->ns_dropped++)
+			fprintf(stderr, "socktune: doctor %d: not looked at: its network namespace is past "
+			        "the %d followed\n", pid, DOC_MAX_NS);
+		return -1;
+	}
+	struct doc_ns *ns = &d->ns[d->nns];
+	memset(ns, 0, sizeof *ns);
+	ns->ino = ino;
+	ns->ours = ino == netns_of(0);
+	ns->pid = ns->ours ? 0 : pid;
+	ns->nl = diag_open(ns->pid);
+	if (ns->nl < 0) {
+		if (!ns->ours && ns->nl != -ENOENT && ns->nl != -ESRCH)
+			snprintf(ns->error, sizeof ns->error, "the network namespace of %d (%llu) is not "
+			         "readable from here: %s (CAP_SYS_ADMIN, or run doctor inside it)", pid, ino,
+			         strerror(-ns->nl));
+		else
+			snprintf(ns->error, sizeof ns->error, "sock_diag (network namespace %llu): %s%s",
+			         ino, strerror(-ns->nl), ns->ours ? "" : " (did the process exit?)");
+		ns->nl = -1;
+	}
+	read_limits(ns);
+	return d->nns++;
+}
+
