@@ -114,7 +114,7 @@ test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/b
 test: test-bins
 	@BUILD=$(BUILD) CC="$(CC)" sh tests/run.sh
 
-demo: $(LIB) $(BUILD)/tests/bin/kaclient
+demo: $(LIB) $(CLI) $(BUILD)/tests/bin/kaclient
 	@BUILD=$(BUILD) sh examples/demo.sh
 
 # The benchmark: its own programs in bench/, plus the test helper tserver.

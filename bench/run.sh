@@ -667,7 +667,7 @@ c8_med() { awk -v k="$1" -v f="${2:-%.2f}" '$1 == k { v[++n] = $2 } END { if (!n
 	echo "| connection sample, with tcp_info (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.csample.n$n | awk '{ printf ($1 == "n/a") ? $1 : "%.2f", $1 / 1000 }')"; done)"
 	echo "| connections in a sample | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.conns.n$n %d)"; done)"
 	echo "| doctor CPU per second watched (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.cpu.n$n %.0f)"; done)"
-	echo "| findings (loopback inflates the send buffers: memory-exposure, info) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.findings.n$n %d)"; done)"
+	echo "| findings (idle connections: none expected) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.findings.n$n %d)"; done)"
 } >>"$BB/table.md"
 
 "$BB/svgchart" "$BB/latency.svg" \

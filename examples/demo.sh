@@ -9,11 +9,13 @@
 #     accept queue, the kernel drops their SYNs and they retry after 1 s.
 # socktune fixes both from the environment, without touching the server:
 #   SOCKTUNE_NODELAY=1  SOCKTUNE_BACKLOG=4096  LD_PRELOAD=build/libsocktune.so
+# and `socktune doctor` watches each run from outside and says what it found.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 LIB=$B/libsocktune.so
+CLI=$B/socktune
 KC=$B/tests/bin/kaclient
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim would not be preloaded)
 REQS=50
@@ -31,7 +33,7 @@ if [ -n "$need" ]; then
 	echo "demo: missing${need#,}; on Debian: apt-get install python3 iproute2" >&2
 	exit 1
 fi
-for f in "$LIB" "$KC"; do
+for f in "$LIB" "$CLI" "$KC"; do
 	[ -f "$f" ] || { echo "demo: missing $f (run make demo)" >&2; exit 1; }
 done
 
@@ -87,10 +89,18 @@ measure() {
 	shift
 	serve "$@"
 	backlog=$(ss -Hltn "sport = :$PORT" | awk '{ print $3 }')
+	# doctor watches both runs (4 s: the untuned ones take about 3)
+	"$CLI" doctor --seconds 4 --json ":$PORT" >"$TMP/doctor-$label.json" 2>"$TMP/doctor.err" &
+	doc=$!
+	sleep 0.3
 	ka=$("$KC" http -n $REQS -T 15 -u /page.txt 127.0.0.1 "$PORT")
 	burst=$("$KC" burst -n $CONNS -T 10 127.0.0.1 "$PORT")
+	wait "$doc"
+	found=$("$PY" -c 'import json, sys
+print(", ".join(f["kind"] for f in json.load(open(sys.argv[1]))["findings"]) or "none")' \
+		"$TMP/doctor-$label.json" 2>/dev/null || echo "(doctor: $(cat "$TMP/doctor.err"))")
 	stop
-	eval "${label}_backlog=\$backlog ${label}_ka=\$ka ${label}_burst=\$burst"
+	eval "${label}_backlog=\$backlog ${label}_ka=\$ka ${label}_burst=\$burst ${label}_found=\$found"
 }
 
 echo "socktune demo: python3 -m http.server -p HTTP/1.1 (unmodified), 127.0.0.1"
@@ -115,6 +125,10 @@ echo
 	printf '  %-44s %16s %16s\n' "burst: connects over 500 ms (or failed)" \
 		"$(val "$before_burst" over) of $CONNS" "$(val "$after_burst" over) of $CONNS"
 }
+echo
+echo "  socktune doctor :PORT, watching each run from outside:"
+echo "    before: $before_found"
+echo "    after:  $after_found"
 echo
 echo "  raw: before $before_ka"
 echo "       before $before_burst"
