@@ -158,7 +158,9 @@ enum cli_status flag_word_error(const struct cli *c, FILE *msg)
 	const char *opt = c->flag_opt + 2; /* "nodelay" or "no-nodelay" */
 	int negated = strncmp(opt, "no-", 3) == 0 && st_var_by_option(opt) < 0;
 	st_parse_bool(c->flag_word, &on, err, sizeof err);
-	const char *as = c->check ? "an argument (check takes none)" : "the program";
+	const char *as = c->check    ? "an argument (check takes none)"
+	                 : c->attach ? "a target (pid 1)"
+	                             : "the program";
 	if (negated)
 		return usage_error(msg, "--%s %s: '%s' would be %s; --%s takes no value (write just "
 		                   "--%s)", opt, c->flag_word, c->flag_word, as, opt, opt);
@@ -289,10 +291,12 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 		 * program (socktune --nodelay true runs true). */
 		c->flag_word = c->program[0];
 		c->flag_opt = argv[c->flag_at];
-		if (c->check || (c->program[1] && (!c->attach || strcmp(c->program[1], "--") == 0)))
+		/* attach --nodelay 1 PID: pid 1 would be tuned too; attach --nodelay 1 alone is
+		 * pid 1, a container's server */
+		if (c->check || c->program[1])
 			return flag_word_error(c, msg);
 		if (c->attach)
-			c->flag_word = NULL; /* attach --nodelay 1: pid 1 */
+			c->flag_word = NULL;
 	}
 	if (c->attach && !c->program)
 		return usage_error(msg, "attach: which process? (PID... or :PORT...)");

@@ -38,6 +38,8 @@ refused flag_word_false "--nodelay=off, or just --no-nodelay" "$CMD" --nodelay o
 refused flag_word_alone "'1' would be the program" "$CMD" --nodelay 1
 refused flag_word_negated "--no-nodelay takes no value" "$CMD" --no-nodelay 0 -- "$PROBE" touch "$TMP/marker"
 refused flag_word_check "'1' would be an argument (check takes none)" "$CMD" check --nodelay 1
+refused flag_word_attach "--nodelay 1: '1' would be a target (pid 1); a flag takes its value after '=': --nodelay=1" \
+	"$CMD" attach --nodelay 1 999999
 # what still runs: the value after '=', and a program named true with no arguments
 out=$("$CMD" --nodelay=1 -- "$PROBE" env SOCKTUNE_NODELAY 2>&1)
 check flag_word_equals "got '$out'" "$out" = SOCKTUNE_NODELAY=1
