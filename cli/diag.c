@@ -55,40 +55,46 @@ _Static_assert(sizeof(struct diag_req) == 56, "inet_diag_req_v2 layout");
 long diag_interrupted;
 #define DIAG_MAX_READS (1 << 20)  /* datagrams of one dump (each holds dozens of sockets) */
 
+int diag_enter(int pid)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	if (stat(path, &theirs) != 0)
+		return -errno;
+	if (stat("/proc/self/ns/net", &mine) == 0 && mine.st_ino == theirs.st_ino &&
+	    mine.st_dev == theirs.st_dev)
+		return DIAG_SAME_NS;
+	int ns = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int err = ns < 0 || self < 0 ? errno : setns(ns, CLONE_NEWNET) != 0 ? errno : 0;
+	if (ns >= 0)
+		close(ns);
+	if (err && self >= 0)
+		close(self);
+	return err ? -err : self;
+}
+
+int diag_leave(int self)
+{
+	if (self == DIAG_SAME_NS)
+		return 0;
+	int rc = setns(self, CLONE_NEWNET); /* (cannot fail: it is where we were) */
+	close(self);
+	return rc;
+}
+
 int diag_open(int pid)
 {
-	int self = -1, err = 0;
-	if (pid > 0) { /* sockets are made in the caller's namespace: enter the target's */
-		char path[64];
-		struct stat mine, theirs;
-		snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-		if (stat(path, &theirs) != 0)
-			return -errno;
-		if (stat("/proc/self/ns/net", &mine) != 0 || mine.st_ino != theirs.st_ino ||
-		    mine.st_dev != theirs.st_dev) {
-			int ns = open(path, O_RDONLY | O_CLOEXEC);
-			self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-			if (ns < 0 || self < 0 || setns(ns, CLONE_NEWNET) != 0) {
-				err = errno ? errno : EPERM;
-				if (ns >= 0)
-					close(ns);
-				if (self >= 0)
-					close(self);
-				return -err;
-			}
-			close(ns);
-		}
-	}
+	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS; /* sockets are made in the caller's */
+	if (self < 0 && self != DIAG_SAME_NS)
+		return self;
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
-	err = fd < 0 ? errno : 0;
-	if (self >= 0) {
-		if (setns(self, CLONE_NEWNET) != 0) { /* cannot happen: it is where we were */
-			err = errno;
-			if (fd >= 0)
-				close(fd);
-			fd = -1;
-		}
-		close(self);
+	int err = fd < 0 ? errno : 0;
+	if (diag_leave(self) != 0) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
 	}
 	if (fd >= 0) {
 		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};

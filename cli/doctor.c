@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 
 #include "socktune_host.h"
 #include "socktune_opts.h"
@@ -351,6 +352,38 @@ static void look_at_nodelay(struct doctor *d)
 	free(hs.h);
 }
 
+/* ---- the route back to the clients (check --route's lookup) ---- */
+
+/* For each listener, the route (in its namespace) to the peer of its last connection seen:
+ * the exact `ip route change ... quickack 1` when that route lacks quickack */
+static void routes_back(struct doctor *d)
+{
+	for (int l = 0; l < d->nl; l++) {
+		const struct doc_ns *ns = &d->ns[d->l[l].ns];
+		const struct doc_conn *c = NULL;
+		for (size_t k = 0; k < d->nc; k++)
+			if (d->c[k].listener == l)
+				c = &d->c[k];
+		char peer[INET6_ADDRSTRLEN];
+		if (!c || !inet_ntop(c->last.family, c->last.dst, peer, sizeof peer))
+			continue;
+		int self = ns->ours ? DIAG_SAME_NS : diag_enter(ns->pid); /* (a lookup answers for
+		                                                            * the caller's) */
+		if (self < 0 && self != DIAG_SAME_NS)
+			continue;
+		static struct route_result rr;
+		int found = route_lookup(peer, &rr) == 0 && rr.found && !rr.quickack && rr.fixable;
+		if (diag_leave(self) != 0)
+			return;
+		if (!found)
+			continue;
+		char pre[64] = "";
+		if (!ns->ours)
+			snprintf(pre, sizeof pre, "nsenter --net=/proc/%d/ns/net ", ns->pid);
+		snprintf(d->l[l].route_fix, sizeof d->l[l].route_fix, "%s%s", pre, rr.fix);
+	}
+}
+
 /* ---- the command ---- */
 
 static volatile sig_atomic_t interrupted;
@@ -529,6 +562,7 @@ int doctor_main(struct doctor *d)
 	if (d->conn_samples)
 		d->conn_sample_us /= (double)d->conn_samples;
 	look_at_nodelay(d);
+	routes_back(d);
 	int missing = say_missing(d, pids, npids, ports, nports);
 	if (d->dump_errors)
 		fprintf(stderr, "socktune: doctor: %lld samples incomplete: %s\n", d->dump_errors,

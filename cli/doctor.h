@@ -63,6 +63,11 @@ int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx);
 extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */
 int diag_open(int pid);
+/* Into pid's network namespace (setns: CAP_SYS_ADMIN): what diag_leave needs to come back
+ * (DIAG_SAME_NS when it is ours already), or -errno; and back. */
+#define DIAG_SAME_NS (-100000)
+int diag_enter(int pid);
+int diag_leave(int self);
 /* "127.0.0.1:8080", "[::1]:8080" */
 void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n);
 
@@ -134,6 +139,8 @@ struct doc_listener {
 	long long conns;           /* connections seen on it over the window */
 	int seen_last;             /* present in the last listener sample (else closed meanwhile) */
 	char cmd[1024];            /* the first owner's command line, shell-quoted, read at once */
+	char route_fix[600];       /* `ip route change ... quickack 1` for the route back to a
+	                            * peer of it, when that route lacks it ("" unknown) */
 };
 
 /* A connection on one of the listeners, over the window: the first and the last sample */

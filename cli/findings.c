@@ -293,8 +293,11 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 		if (L->nowners)
 			fix(f, "socktune --quickack -- %s (no delay at all, one setsockopt per receive)",
 			    L->cmd);
-		fix(f, "ip route change ROUTE-TO-THE-CLIENTS quickack 1 (socktune check --route "
-		    "CLIENT-ADDRESS prints the exact command)");
+		if (L->route_fix[0]) /* (the route back to a client of it, looked up) */
+			fix(f, "%s", L->route_fix);
+		else
+			fix(f, "ip route change ROUTE-TO-THE-CLIENTS quickack 1 (socktune check --route "
+			    "CLIENT-ADDRESS prints the exact command)");
 	}
 }
 

@@ -172,6 +172,16 @@ if run_split split; then
 	*"--delack-max 5ms --connections $SRV_PID"*) pass doctor_split_fix ;;
 	*) fail doctor_split_fix "$(finding "$TMP/split.json" delayed-ack-two-write fix)" ;;
 	esac
+	# the exact route command doctor looked up; applied, the same server needs no option
+	# (doctor ran from outside the namespace: its command enters it)
+	route=$(finding "$TMP/split.json" delayed-ack-two-write fix | grep '^nsenter --net=/proc/[0-9]*/ns/net ip route change .*quickack 1$')
+	# (the server it named has gone: the same namespace, entered by its name)
+	if [ -n "$route" ] && $X sh -c "${route#nsenter --net=/proc/*/ns/net }" && run_split split_route; then
+		check doctor_split_route_cures "route: $route; findings after: $(kinds "$TMP/split_route.json")" \
+			-z "$(kinds "$TMP/split_route.json")" -a "$(json_get "$TMP/split_route.json" connections.count)" -ge 1
+	else
+		fail doctor_split_route_cures "no route fix applied: $(finding "$TMP/split.json" delayed-ack-two-write fix)"
+	fi
 fi
 if run_split split_tuned LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	# (the connection was watched: its ato is the cap the listener gave it)
