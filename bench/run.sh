@@ -495,6 +495,26 @@ else
 	note "case 5: valgrind not installed: no instruction counts"
 fi
 
+# hold_server NAME ENVS N: bsrv hold (with ENVS) for N connections on a new port $p, its pid
+# $s, once it listens.  hold_clients NAME N SECONDS: bcli hold opens them (pid $c); returns
+# once the server has them all (at most 30 s).
+hold_server() {
+	p=$(port)
+	start "$1" "$2" "$BB/bsrv" hold 127.0.0.1 "$p" $(($3 + 1))
+	s=$LAST
+	waitfor 127.0.0.1 "$p"
+}
+hold_clients() {
+	"$BB/bcli" hold 127.0.0.1 "$p" "$2" "$3" >"$OUT/$1.client" 2>&1 &
+	c=$!
+	PIDS="$PIDS $c"
+	i=0
+	while [ $i -lt 600 ] && ! grep -q accepted= "$OUT/$1.out"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
 # RSS of a server holding HOLD_N open connections, with and without the library.
 hard=$(ulimit -Hn)
 [ "$hard" != unlimited ] && [ "$hard" -lt $((HOLD_N + 64)) ] && HOLD_N=$((hard - 64))
@@ -502,19 +522,9 @@ note "case 5: RSS at $HOLD_N open connections"
 for v in plain st; do
 	envs=""
 	[ $v = st ] && envs="$SHIM $POL"
-	p=$(port)
-	start c5-hold-$v "$envs" "$BB/bsrv" hold 127.0.0.1 "$p" $((HOLD_N + 1))
-	s=$LAST
-	waitfor 127.0.0.1 "$p"
+	hold_server c5-hold-$v "$envs" $HOLD_N
 	rec "c5.rss0.$v" "$(awk '/^VmRSS:/ { print $2 }' /proc/"$s"/status)"
-	"$BB/bcli" hold 127.0.0.1 "$p" $HOLD_N 60 >"$OUT/c5-hold-$v.client" 2>&1 &
-	c=$!
-	PIDS="$PIDS $c"
-	i=0
-	while [ $i -lt 600 ] && ! grep -q accepted= "$OUT/c5-hold-$v.out"; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	hold_clients c5-hold-$v $HOLD_N 60
 	rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$s"/status)
 	grep -q accepted= "$OUT/c5-hold-$v.out" && rec "c5.rss.$v" "$rss"
 	stop "$c" "$s"
@@ -527,18 +537,8 @@ hard=$(ulimit -Hn)
 for n in $C8_N; do
 	[ "$hard" != unlimited ] && [ "$hard" -lt $((n + 64)) ] && { note "case 8: $n connections need more descriptors than $hard"; continue; }
 	note "case 8: doctor with $n connections open, $C8_ROUNDS rounds of ${C8_S} s"
-	p=$(port)
-	start c8-$n "" "$BB/bsrv" hold 127.0.0.1 "$p" $((n + 1))
-	s=$LAST
-	waitfor 127.0.0.1 "$p"
-	"$BB/bcli" hold 127.0.0.1 "$p" "$n" 120 >"$OUT/c8-$n.client" 2>&1 &
-	c=$!
-	PIDS="$PIDS $c"
-	i=0
-	while [ $i -lt 600 ] && ! grep -q accepted= "$OUT/c8-$n.out"; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	hold_server c8-$n "" "$n"
+	hold_clients c8-$n "$n" 120
 	r=0
 	while [ $r -lt "$C8_ROUNDS" ]; do
 		"$CLI" doctor --seconds "$C8_S" --json ":$p" >"$OUT/c8-$n-$r.json" 2>>"$OUT/c8-$n.err"

@@ -68,6 +68,20 @@ doctor() {
 wait_doctor() {
 	wait "$DOC"
 }
+# watched NAME CMD...: the client CMD in the background, doctor NAME watching the server
+# meanwhile (the client outlasts the window: its connection is open when doctor looks),
+# then the client stopped
+watched() {
+	_w=$1
+	shift
+	"$@" >"$TMP/$_w.client" 2>&1 &
+	_c=$!
+	sleep 0.3
+	doctor "$_w" "$SRV_PID"
+	wait_doctor
+	kill "$_c" 2>/dev/null
+	wait "$_c" 2>/dev/null
+}
 
 PYSRV="/usr/bin/python3 -m http.server -b 127.0.0.1"
 
@@ -114,14 +128,7 @@ run_ka() {
 	_n=$1
 	shift
 	server "$_n" "$@" || return 1
-	# the client outlasts the window, so its connection is open when doctor looks at it
-	$X "$BIN/kaclient" http -n 100000 -T 6 127.0.0.1 $PORT >"$TMP/$_n.client" 2>&1 &
-	_c=$!
-	sleep 0.3
-	doctor "$_n" "$SRV_PID"
-	wait_doctor
-	kill "$_c" 2>/dev/null
-	wait "$_c" 2>/dev/null
+	watched "$_n" $X "$BIN/kaclient" http -n 100000 -T 6 127.0.0.1 $PORT
 	stop
 }
 if run_ka nagle $PYSRV --protocol HTTP/1.1 $PORT; then
@@ -152,13 +159,9 @@ run_split() {
 		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	}
-	$X "$BIN/kaclient" split -n 100000 -q 100 -r 100 -T 6 127.0.0.1 "$SRV_PORT" >"$TMP/$_n.client" 2>&1 &
-	_c=$!
-	sleep 0.3
-	doctor "$_n" "$SRV_PID"
-	wait_doctor
-	kill "$_c" "$SRV_PID" 2>/dev/null
-	wait "$_c" "$SRV_PID" 2>/dev/null
+	watched "$_n" $X "$BIN/kaclient" split -n 100000 -q 100 -r 100 -T 6 127.0.0.1 "$SRV_PORT"
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID" 2>/dev/null
 	return 0
 }
 if run_split split; then
@@ -195,14 +198,8 @@ fi
 run_download() {
 	_n=$1 _rate=$2
 	server "$_n" $PYSRV -d "$TMP/www" $PORT || return 1
-	$X curl -s --noproxy '*' ${_rate:+--limit-rate "$_rate"} -o /dev/null --max-time 8 \
-		"http://127.0.0.1:$PORT/big" &
-	_c=$!
-	sleep 0.3
-	doctor "$_n" "$SRV_PID"
-	wait_doctor
-	kill "$_c" 2>/dev/null
-	wait "$_c" 2>/dev/null
+	watched "$_n" $X curl -s --noproxy '*' ${_rate:+--limit-rate "$_rate"} -o /dev/null \
+		--max-time 8 "http://127.0.0.1:$PORT/big"
 	stop
 }
 if run_download slow 2M; then
