@@ -380,7 +380,9 @@ static void routes_back(struct doctor *d)
 		char pre[64] = "";
 		if (!ns->ours)
 			snprintf(pre, sizeof pre, "nsenter --net=/proc/%d/ns/net ", ns->pid);
-		snprintf(d->l[l].route_fix, sizeof d->l[l].route_fix, "%s%s", pre, rr.fix);
+		int w = snprintf(d->l[l].route_fix, sizeof d->l[l].route_fix, "%s%s", pre, rr.fix);
+		if (w < 0 || (size_t)w >= sizeof d->l[l].route_fix)
+			d->l[l].route_fix[0] = '\0'; /* (cut: the placeholder is said instead) */
 	}
 }
 
