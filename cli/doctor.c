@@ -23,7 +23,6 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 
 #include "socktune_host.h"
 #include "socktune_opts.h"
@@ -288,16 +287,29 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
 
 /* ---- TCP_NODELAY, through a pidfd_getfd copy (needs ptrace access) ---- */
 
+/* The pidfd of the last process looked at: its connections come one after another, so one
+ * pidfd_open serves all of them (-1 for pid 0 closes it) */
+static int pidfd_for(int pid)
+{
+	static int last_pid, last_fd = -1;
+	if (pid == last_pid && last_fd >= 0)
+		return last_fd;
+	if (last_fd >= 0)
+		close(last_fd);
+	last_pid = pid;
+	last_fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	return last_fd;
+}
+
 static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t n)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int pidfd = pidfd_for(pid);
 	if (pidfd < 0) {
 		snprintf(why, n, "pidfd_open %d: %s", pid, strerror(errno));
 		return -2;
 	}
 	int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 	int err = errno;
-	close(pidfd);
 	if (copy < 0) {
 		snprintf(why, n, "pidfd_getfd %d: %s%s", pid, strerror(err),
 		         err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
@@ -330,8 +342,10 @@ static void look_at_nodelay(struct doctor *d)
 		                        sizeof l->nodelay_why);
 		owned = 1;
 	}
-	if (!owned || !d->nc)
+	if (!owned || !d->nc) {
+		pidfd_for(0);
 		return;
+	}
 	struct holders hs = {0};
 	holders_scan(&hs, NULL, 0); /* every holder: a worker past the first few too */
 	size_t *worst = malloc(MAX_NODELAY_LOOKS * sizeof *worst);
@@ -350,40 +364,7 @@ static void look_at_nodelay(struct doctor *d)
 	}
 	free(worst);
 	free(hs.h);
-}
-
-/* ---- the route back to the clients (check --route's lookup) ---- */
-
-/* For each listener, the route (in its namespace) to the peer of its last connection seen:
- * the exact `ip route change ... quickack 1` when that route lacks quickack */
-static void routes_back(struct doctor *d)
-{
-	for (int l = 0; l < d->nl; l++) {
-		const struct doc_ns *ns = &d->ns[d->l[l].ns];
-		const struct doc_conn *c = NULL;
-		for (size_t k = 0; k < d->nc; k++)
-			if (d->c[k].listener == l)
-				c = &d->c[k];
-		char peer[INET6_ADDRSTRLEN];
-		if (!c || !inet_ntop(c->last.family, c->last.dst, peer, sizeof peer))
-			continue;
-		int self = ns->ours ? DIAG_SAME_NS : diag_enter(ns->pid); /* (a lookup answers for
-		                                                            * the caller's) */
-		if (self < 0 && self != DIAG_SAME_NS)
-			continue;
-		static struct route_result rr;
-		int found = route_lookup(peer, &rr) == 0 && rr.found && !rr.quickack && rr.fixable;
-		if (diag_leave(self) != 0)
-			return;
-		if (!found)
-			continue;
-		char pre[64] = "";
-		if (!ns->ours)
-			snprintf(pre, sizeof pre, "nsenter --net=/proc/%d/ns/net ", ns->pid);
-		int w = snprintf(d->l[l].route_fix, sizeof d->l[l].route_fix, "%s%s", pre, rr.fix);
-		if (w < 0 || (size_t)w >= sizeof d->l[l].route_fix)
-			d->l[l].route_fix[0] = '\0'; /* (cut: the placeholder is said instead) */
-	}
+	pidfd_for(0);
 }
 
 /* ---- the command ---- */
@@ -564,7 +545,7 @@ int doctor_main(struct doctor *d)
 	if (d->conn_samples)
 		d->conn_sample_us /= (double)d->conn_samples;
 	look_at_nodelay(d);
-	routes_back(d);
+	doc_routes_back(d);
 	int missing = say_missing(d, pids, npids, ports, nports);
 	if (d->dump_errors)
 		fprintf(stderr, "socktune: doctor: %lld samples incomplete: %s\n", d->dump_errors,

@@ -193,6 +193,9 @@ struct doctor {
  * limits when new; its index, or -1 */
 int doc_ns_add(struct doctor *d, int pid);
 void doc_ns_counters(const struct doc_ns *ns, long long *out); /* now, -1 each unreadable */
+/* Each listener's route_fix: the route, in its namespace, to the peer of its last connection
+ * seen, when that route lacks quickack (check --route's lookup) */
+void doc_routes_back(struct doctor *d);
 
 enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
 int doctor_main(struct doctor *d);

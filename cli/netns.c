@@ -1,10 +1,12 @@
 /* A network namespace doctor looks at: its sock_diag socket (made inside it), its limits
- * (somaxconn, rmem_max, wmem_max: each namespace has its own), and its TcpExt and Tcp
- * counters, from /proc/PID/net of a process in it. */
+ * (somaxconn, rmem_max, wmem_max: each namespace has its own), its TcpExt and Tcp counters,
+ * from /proc/PID/net of a process in it, and its route back to a listener's clients. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "socktune_host.h"
 #include "doctor.h"
@@ -102,3 +104,34 @@ int doc_ns_add(struct doctor *d, int pid)
 	return d->nns++;
 }
 
+/* For each listener, the route (in its namespace) to the peer of its last connection seen:
+ * the exact `ip route change ... quickack 1` when that route lacks quickack */
+void doc_routes_back(struct doctor *d)
+{
+	for (int l = 0; l < d->nl; l++) {
+		const struct doc_ns *ns = &d->ns[d->l[l].ns];
+		const struct doc_conn *c = NULL;
+		for (size_t k = 0; k < d->nc; k++)
+			if (d->c[k].listener == l)
+				c = &d->c[k];
+		char peer[INET6_ADDRSTRLEN];
+		if (!c || !inet_ntop(c->last.family, c->last.dst, peer, sizeof peer))
+			continue;
+		int self = ns->ours ? DIAG_SAME_NS : diag_enter(ns->pid); /* (a lookup answers for
+		                                                            * the caller's) */
+		if (self < 0 && self != DIAG_SAME_NS)
+			continue;
+		static struct route_result rr;
+		int found = route_lookup(peer, &rr) == 0 && rr.found && !rr.quickack && rr.fixable;
+		if (diag_leave(self) != 0)
+			return;
+		if (!found)
+			continue;
+		char pre[64] = "";
+		if (!ns->ours)
+			snprintf(pre, sizeof pre, "nsenter --net=/proc/%d/ns/net ", ns->pid);
+		int w = snprintf(d->l[l].route_fix, sizeof d->l[l].route_fix, "%s%s", pre, rr.fix);
+		if (w < 0 || (size_t)w >= sizeof d->l[l].route_fix)
+			d->l[l].route_fix[0] = '\0'; /* (cut: the placeholder is said instead) */
+	}
+}
