@@ -77,6 +77,12 @@ queued() {
 	_r=$?
 	unset SRV_WRAP
 	[ $_r = 0 ] || return 1
+	# PORT comes before the listen() again: connecting before it would queue these too, and
+	# a listener tuned with three connections queued rightly sets the options on all three
+	wait_file "$TMP/$_n.out" '^RELISTEN ' || {
+		fail ${_n} "no RELISTEN line: $(cat "$TMP/$_n.err")"
+		return 1
+	}
 	"$BIN/kaclient" burst -n $((_c - 1)) -T 5 "$(host_of $_fam)" "$SRV_PORT" >/dev/null
 	wait_server
 	[ -n "$STRACE" ] && SETS=$(grep -c 'setsockopt(' "$TMP/$_n.st")
