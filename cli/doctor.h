@@ -114,6 +114,12 @@ struct doc_ns {
 	char error[160];
 };
 
+/* counter k's change over the window, -1 when it was unreadable at either end */
+static inline long long doc_ns_delta(const struct doc_ns *ns, int k)
+{
+	return ns->start[k] >= 0 && ns->end[k] >= 0 ? ns->end[k] - ns->start[k] : -1;
+}
+
 struct doc_owner {
 	int pid, fd;
 	char comm[32];

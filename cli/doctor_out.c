@@ -55,11 +55,6 @@ static const char *state_name(unsigned s)
 	return s < sizeof names / sizeof *names ? names[s] : "?";
 }
 
-static long long counter_delta(const struct doc_ns *ns, int k)
-{
-	return ns->start[k] >= 0 && ns->end[k] >= 0 ? ns->end[k] - ns->start[k] : -1;
-}
-
 /* ---- text ---- */
 
 /* A share of busy time in fmt, or none with no busy time to share: text "-", JSON null */
@@ -95,7 +90,7 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 			fprintf(f, "  not looked at: %s\n", ns->error);
 		fprintf(f, "  counters over the window:");
 		for (int c = 0; c < C_COUNT; c++) {
-			long long v = counter_delta(ns, c);
+			long long v = doc_ns_delta(ns, c);
 			if (v < 0)
 				fprintf(f, " %s unreadable", doc_counter_names[c]);
 			else
@@ -244,7 +239,7 @@ static void counters_json(FILE *f, const struct doc_ns *ns)
 {
 	fprintf(f, "{");
 	for (int c = 0; c < C_COUNT; c++) {
-		long long v = counter_delta(ns, c);
+		long long v = doc_ns_delta(ns, c);
 		fprintf(f, "%s\"%s\": ", c ? ", " : "", doc_counter_names[c]);
 		if (v < 0)
 			fprintf(f, "null");

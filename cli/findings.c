@@ -90,9 +90,26 @@ static void fix_flags(struct doc_finding *f, const struct doctor *d, int l, cons
 	fix(f, "socktune %s -- %s", flags, L->cmd);
 }
 
-static long long delta(const struct doc_ns *ns, int k)
+/* A counter's change for the evidence: "+N", or "unknown" (a string in the JSON) */
+struct plus {
+	char s[24];
+};
+static struct plus plus(const struct doc_ns *ns, int k)
 {
-	return ns->start[k] >= 0 && ns->end[k] >= 0 ? ns->end[k] - ns->start[k] : -1;
+	struct plus p;
+	long long v = doc_ns_delta(ns, k);
+	if (v < 0)
+		snprintf(p.s, sizeof p.s, "unknown");
+	else
+		snprintf(p.s, sizeof p.s, "+%lld", v);
+	return p;
+}
+
+/* ... or 0 when unknown, for a sum of pressures */
+static long long known(const struct doc_ns *ns, int k)
+{
+	long long v = doc_ns_delta(ns, k);
+	return v > 0 ? v : 0;
 }
 
 static void listener_evidence(struct doc_finding *f, const struct doctor *d, int l)
@@ -110,7 +127,7 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
 		const struct doc_ns *ns = &d->ns[L->ns];
-		long long ov = delta(ns, C_LISTEN_OVERFLOWS), drops = delta(ns, C_LISTEN_DROPS);
+		long long ov = doc_ns_delta(ns, C_LISTEN_OVERFLOWS);
 		long long mine = (long long)L->drops_last - L->drops_first;
 		int full = L->queue_peak >= L->backlog, half = 2 * L->queue_peak >= L->backlog;
 		int others = 0; /* other listeners of the namespace seen near full */
@@ -130,8 +147,9 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 		         L->backlog);
 		listener_evidence(f, d, l);
 		doc_say(f->evidence, sizeof f->evidence, " queue_peak=%u dropped=+%lld ListenOverflows=+%lld "
-		    "ListenDrops=+%lld TCPSynRetrans=+%lld window_s=%.1f somaxconn=%lld", L->queue_peak,
-		    mine, ov, drops, delta(ns, C_SYN_RETRANS), d->elapsed_s, ns->somaxconn);
+		    "ListenDrops=%s TCPSynRetrans=%s window_s=%.1f somaxconn=%lld", L->queue_peak,
+		    mine, ov, plus(ns, C_LISTEN_DROPS).s, plus(ns, C_SYN_RETRANS).s, d->elapsed_s,
+		    ns->somaxconn);
 		char pre[64], flags[32], sysctl[96];
 		in_ns(d, l, pre, sizeof pre);
 		st_fix_somaxconn(BACKLOG_CURE, sysctl, sizeof sysctl);
@@ -170,7 +188,7 @@ static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
 
 /* Per listener, its connections that show a signature; the worst one's numbers. */
 struct tally {
-	long long conns, hit, nodelay_off, listener_off, nodelay_unknown;
+	long long conns, hit, nodelay_off, listener_off;
 	const struct doc_conn *worst;
 };
 
@@ -217,7 +235,6 @@ static void nagle(const struct doctor *d, struct doc_findings *fs)
 			t.hit++;
 			t.nodelay_off += nd == 0 && !inherited;
 			t.listener_off += nd == 0 && inherited;
-			t.nodelay_unknown += nd < 0;
 			if (!t.worst || c->max_rtt > t.worst->max_rtt)
 				t.worst = c;
 		}
@@ -401,9 +418,9 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 		listener_evidence(f, d, l);
 		const struct doc_ns *ns = &d->ns[d->l[l].ns];
 		doc_say(f->evidence, sizeof f->evidence, " connections=%lld showing=%lld retrans=%lld "
-		    "segs_out=%lld rto_ms=%.0f TCPRcvQDrop=+%lld PruneCalled=+%lld TCPTimeouts=+%lld",
-		    conns, hit, retrans, segs, max_rto / 1000.0, delta(ns, C_RCVQ_DROP),
-		    delta(ns, C_PRUNE), delta(ns, C_TIMEOUTS));
+		    "segs_out=%lld rto_ms=%.0f TCPRcvQDrop=%s PruneCalled=%s TCPTimeouts=%s",
+		    conns, hit, retrans, segs, max_rto / 1000.0, plus(ns, C_RCVQ_DROP).s,
+		    plus(ns, C_PRUNE).s, plus(ns, C_TIMEOUTS).s);
 		if (rto_known)
 			doc_say(f->evidence, sizeof f->evidence, " rto_events=%lld", rtos);
 		else
@@ -424,7 +441,7 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
 		const struct doc_ns *ns = &d->ns[L->ns];
-		long long rcv_pressure = delta(ns, C_RCVQ_DROP) + delta(ns, C_PRUNE), snd_pressure = 0;
+		long long rcv_pressure = known(ns, C_RCVQ_DROP) + known(ns, C_PRUNE), snd_pressure = 0;
 		for (size_t k = 0; k < d->nc; k++) {
 			const struct doc_conn *c = &d->c[k];
 			uint64_t part = DOC_DELTA(c, sndbuf_limited);
@@ -451,8 +468,8 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 				doc_say(f->evidence, sizeof f->evidence, " sndbuf_limited_connections=%lld",
 				    snd_pressure);
 			else
-				doc_say(f->evidence, sizeof f->evidence, " TCPRcvQDrop=+%lld PruneCalled=+%lld",
-				    delta(ns, C_RCVQ_DROP), delta(ns, C_PRUNE));
+				doc_say(f->evidence, sizeof f->evidence, " TCPRcvQDrop=%s PruneCalled=%s",
+				    plus(ns, C_RCVQ_DROP).s, plus(ns, C_PRUNE).s);
 			char pre[64];
 			in_ns(d, l, pre, sizeof pre);
 			fix(f, "%ssysctl -w %s=%lld, then a larger %s", pre, sys, 4 * cap,
@@ -494,7 +511,7 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 
 void doctor_findings(const struct doctor *d, struct doc_findings *out)
 {
-	out->n = 0;
+	out->n = out->dropped = 0;
 	accept_queue(d, out);
 	backlog_clamped(d, out);
 	nagle(d, out);

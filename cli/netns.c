@@ -16,31 +16,17 @@ const char *const doc_counter_names[C_COUNT] = {
 	"TCPRcvQDrop", "PruneCalled",
 };
 
-/* A counter of a /proc/PID/net/{netstat,snmp} file: "Prefix: names" then "Prefix: values". */
+/* A counter of a /proc/PID/net/{netstat,snmp} file (of ours: /proc/thread-self/net), -1
+ * when unreadable */
 static long long proc_counter(int pid, const char *file, const char *prefix, const char *name)
 {
-	char path[64], names[4096], vals[4096];
+	char path[64];
 	if (pid > 0)
 		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
 	else
-		snprintf(path, sizeof path, "/proc/self/net/%s", file);
-	FILE *f = fopen(path, "re");
-	long long v = -1;
-	size_t plen = strlen(prefix);
-	while (f && v < 0 && fgets(names, sizeof names, f) && fgets(vals, sizeof vals, f)) {
-		if (strncmp(names, prefix, plen) != 0 || strncmp(vals, prefix, plen) != 0)
-			continue;
-		char *sn, *sv, *n = strtok_r(names + plen, " \n", &sn);
-		char *x = strtok_r(vals + plen, " \n", &sv);
-		for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
-			if (strcmp(n, name) == 0) {
-				v = strtoll(x, NULL, 10);
-				break;
-			}
-	}
-	if (f)
-		fclose(f);
-	return v;
+		snprintf(path, sizeof path, "/proc/thread-self/net/%s", file);
+	long long v = st_proc_counter(path, prefix, name);
+	return v < 0 ? -1 : v;
 }
 
 void doc_ns_counters(const struct doc_ns *ns, long long *out)

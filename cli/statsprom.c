@@ -232,9 +232,13 @@ void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *co
 {
 	/* Two files of one process (the same path given twice, a stale file whose pid came
 	 * back) would give the same series twice, which a scraper refuses whole: the first
-	 * is shown. */
+	 * is shown.  A path given twice is one file series too. */
 	struct stats_view *shown[STATS_MAX_FILES];
+	int again[STATS_MAX_FILES];
 	for (int i = 0; i < n && i < STATS_MAX_FILES; i++) {
+		again[i] = 0;
+		for (int j = 0; j < i && !again[i]; j++)
+			again[i] = strcmp(paths[j], paths[i]) == 0;
 		shown[i] = views[i];
 		for (int j = 0; shown[i] && j < i; j++)
 			if (shown[j] && shown[j]->f->pid == views[i]->f->pid) {
@@ -248,10 +252,10 @@ void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *co
 		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
 		        fam->type);
 		for (int i = 0; i < n && i < STATS_MAX_FILES; i++) {
-			if (fam->scope == S_FILE)
-				samples(out, fam, paths[i], views[i]);
-			else
+			if (fam->scope != S_FILE)
 				samples(out, fam, paths[i], shown[i]);
+			else if (!again[i])
+				samples(out, fam, paths[i], views[i]);
 		}
 	}
 }

@@ -91,11 +91,11 @@ int st_port_ephemeral(unsigned port)
 	return strlen(reserved) < sizeof reserved - 1 && !in_list(reserved, port);
 }
 
-/* A TcpExt counter from a netstat file: a line of names ("TcpExt: SyncookiesSent ...
- * ListenOverflows ...") followed by a line of values.  Parsed as a stream through a small
- * buffer, a token at a time: the file is ~5 KiB and grows with each kernel, and this runs on
- * whatever stack the app's thread has.  -2 when the file cannot be opened. */
-static long long netstat_in(const char *path, const char *name)
+/* A counter from a netstat or snmp file: a line of names after a prefix ("TcpExt:
+ * SyncookiesSent ... ListenOverflows ...") followed by a line of values.  Parsed as a stream
+ * through a small buffer, a token at a time: the file is ~5 KiB and grows with each kernel,
+ * and this runs on whatever stack the app's thread has.  -2 when the file cannot be opened. */
+long long st_proc_counter(const char *path, const char *prefix, const char *name)
 {
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -120,7 +120,7 @@ static long long netstat_in(const char *path, const char *name)
 			if (tl > 0) { /* a whole token */
 				tok[tl] = '\0';
 				if (col == 0) {
-					line = strcmp(tok, "TcpExt:") != 0 ? OTHER : names_seen ? VALUES : NAMES;
+					line = strcmp(tok, prefix) != 0 ? OTHER : names_seen ? VALUES : NAMES;
 				} else if (line == NAMES && !overlong && tl == want &&
 				           memcmp(tok, name, want) == 0) {
 					want_col = col;
@@ -155,8 +155,9 @@ static long long netstat_in(const char *path, const char *name)
  * /proc/self/net, which /proc/net points to, is gone. */
 long long st_netstat(const char *name)
 {
-	long long v = netstat_in("/proc/thread-self/net/netstat", name);
-	return v != -2 ? v : (v = netstat_in("/proc/net/netstat", name)) == -2 ? -1 : v;
+	long long v = st_proc_counter("/proc/thread-self/net/netstat", "TcpExt:", name);
+	return v != -2 ? v
+	       : (v = st_proc_counter("/proc/net/netstat", "TcpExt:", name)) == -2 ? -1 : v;
 }
 
 /* A congestion control algorithm not in net.ipv4.tcp_available_congestion_control may be a

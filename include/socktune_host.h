@@ -13,6 +13,9 @@ int st_port_ephemeral(unsigned port);
 /* A TcpExt counter of the calling thread's network namespace (/proc/thread-self/net/netstat,
  * else /proc/net/netstat), or -1. */
 long long st_netstat(const char *name);
+/* Counter NAME of the PREFIX lines ("TcpExt:", "Tcp:") of a netstat or snmp file at PATH:
+ * -1 when not there, -2 when the file cannot be opened. */
+long long st_proc_counter(const char *path, const char *prefix, const char *name);
 /* 1 when congestion control NAME is a loadable module of the running kernel (tcp_NAME.ko,
  * compressed or not, under /lib/modules/RELEASE/kernel/net/ipv4), else 0. */
 int st_congestion_module(const char *name);

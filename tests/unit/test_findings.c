@@ -59,6 +59,17 @@ static int has(const char *kind, const char **certainty)
 	return 0;
 }
 
+/* the evidence of the first finding of that kind, or "" */
+static const char *evidence_of(const char *kind)
+{
+	static struct doc_findings fs;
+	doctor_findings(&d, &fs);
+	for (int k = 0; k < fs.n; k++)
+		if (strcmp(fs.f[k].kind, kind) == 0)
+			return fs.f[k].evidence;
+	return "";
+}
+
 static int count(void)
 {
 	static struct doc_findings fs;
@@ -193,7 +204,14 @@ static void healthy_cases(void)
 	d.ns[0].start[C_RCVQ_DROP] = 0, d.ns[0].end[C_RCVQ_DROP] = 40;
 	if (!has("buffer-clamped", NULL))
 		CASE_FAIL("rb at its cap while received data was dropped: buffer-clamped");
-	d.ns[0].end[C_RCVQ_DROP] = 0;
+	/* one drop, and PruneCalled unreadable at the end: the drop still counts, and the
+	 * evidence says unknown, not a number */
+	d.ns[0].end[C_RCVQ_DROP] = 1, d.ns[0].end[C_PRUNE] = -1;
+	const char *ev = evidence_of("buffer-clamped");
+	if (!strstr(ev, "TCPRcvQDrop=+1") || !strstr(ev, "PruneCalled=unknown") || strstr(ev, "+-"))
+		CASE_FAIL("one drop, PruneCalled unreadable: buffer-clamped with PruneCalled=unknown "
+		          "(evidence: '%s')", ev);
+	d.ns[0].end[C_RCVQ_DROP] = 0, d.ns[0].end[C_PRUNE] = 0;
 	/* an open connection with 16 MiB of buffers against a ~4 MB tcp_mem, holding nothing,
 	 * then a quarter of the limit */
 	d.final_t = c->last_t;
