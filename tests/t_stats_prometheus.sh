@@ -44,7 +44,7 @@ check stats-prometheus.status "status $rc: $(cat "$TMP/prom.err")" $rc -eq 0
 
 # Parsed by the client library; the layout (each family's HELP and TYPE once, before its
 # samples; counters _total) checked on the text itself, which the parser does not enforce.
-$PY - "$TMP/prom.txt" "$TMP/v4.json" "$TMP/v6.json" <<'EOF'
+$PY - "$TMP/prom.txt" "$TMP/v4.json" "$TMP/v6.json" >"$TMP/checker.out" 2>&1 <<'EOF'
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -128,6 +128,17 @@ check("stats-prometheus.v4-values", v4.get("accepted") == 5 and v4.get("backlog"
 addrs = sorted(dict(v)["address"] for k, v in samples if k == "socktune_listener_backlog")
 check("stats-prometheus.address-labels", addrs == ["127.0.0.1", "::1"], "addresses %s" % addrs)
 EOF
+rc=$?
+cat "$TMP/checker.out"
+# (a checker that died part way printed only some of its lines)
+check stats-prometheus.checker "status $rc: $(tail -n 5 "$TMP/checker.out")" $rc -eq 0
+
+# the same file twice: each series once (a scraper refuses a scrape with a series twice)
+"$CLI" stats --format prometheus "$V4" "$V4" >"$TMP/twice.txt" 2>"$TMP/twice.err"
+rc=$?
+check stats-prometheus.path-twice "status $rc; series seen twice: $(grep -v '^#' "$TMP/twice.txt" | sed 's/ [^ ]*$//' | sort | uniq -d | head -n 3)" \
+	$rc -eq 0 -a "$(grep -c '^socktune_stats_file_readable{' "$TMP/twice.txt")" -eq 1 \
+	-a -z "$(grep -v '^#' "$TMP/twice.txt" | sed 's/ [^ ]*$//' | sort | uniq -d)"
 
 # ---- --output: the same text, put in by rename ----
 mkdir -p "$TMP/out"
@@ -220,7 +231,10 @@ fi
 
 # ---- arguments ----
 "$CLI" stats --output "$TMP/x.prom" "$V4" 2>"$TMP/arg.err"
-check stats-prometheus.output-needs-format "status $?: $(cat "$TMP/arg.err")" \
-	-n "$(grep 'output goes with --format prometheus' "$TMP/arg.err")"
+rc=$?
+check stats-prometheus.output-needs-format "status $rc: $(cat "$TMP/arg.err")" \
+	$rc -eq 2 -a -n "$(grep 'output goes with --format prometheus' "$TMP/arg.err")"
 "$CLI" stats --format yaml "$V4" 2>"$TMP/arg.err"
-check stats-prometheus.bad-format "$(cat "$TMP/arg.err")" -n "$(grep 'table, json or prometheus' "$TMP/arg.err")"
+rc=$?
+check stats-prometheus.bad-format "status $rc: $(cat "$TMP/arg.err")" \
+	$rc -eq 2 -a -n "$(grep 'table, json or prometheus' "$TMP/arg.err")"

@@ -44,7 +44,8 @@ refused flag_word_attach "--nodelay 1: '1' would be a target (pid 1); a flag tak
 out=$("$CMD" --nodelay=1 -- "$PROBE" env SOCKTUNE_NODELAY 2>&1)
 check flag_word_equals "got '$out'" "$out" = SOCKTUNE_NODELAY=1
 "$CMD" --nodelay true 2>"$TMP/err"
-check flag_word_program_true "status $?: $(cat "$TMP/err")" $? -eq 0 -a ! -s "$TMP/err"
+rc=$?
+check flag_word_program_true "status $rc: $(cat "$TMP/err")" $rc -eq 0 -a ! -s "$TMP/err"
 
 # ---- a negative number is out of range, and says the range (options and environment:
 # one parser, one message)
