@@ -246,16 +246,23 @@ rc=$?
 check doctor_stdout_closed "status $rc: $(cat "$TMP/closed.err")" "$rc" = 3 -a \
 	"$(grep -c 'stdout is closed' "$TMP/closed.err")" = 1
 if server int $PYSRV -d "$TMP/www" $PORT; then
-	"$CLI" doctor --seconds 30 --json "$SRV_PID" >"$TMP/int.json" 2>"$TMP/int.err" &
-	p=$!
-	# (past the scan of /proc into the window: a SIGINT before the handler kills it)
-	sleep 2
-	kill -INT "$p"
-	busywait 5000 gone "$p"
-	wait "$p"
+	# a closed stderr: the report still comes, whole (its messages go nowhere)
+	"$CLI" doctor --seconds 0.3 --json "$SRV_PID" >"$TMP/noerr.json" 2>&-
 	rc=$?
-	check doctor_interrupted "status $rc, interrupted=$(json_get "$TMP/int.json" sampling.interrupted): \
-$(cat "$TMP/int.err")" "$rc" = 130 -a "$(json_get "$TMP/int.json" sampling.interrupted)" = True
+	check doctor_stderr_closed "status $rc, listener port $(json_get "$TMP/noerr.json" listeners.0.port): \
+$(head -c 300 "$TMP/noerr.json")" "$rc" = 0 -a "$(json_get "$TMP/noerr.json" listeners.0.port)" = $PORT
+	# SIGINT or SIGTERM 2 s into the window (past the scans): the report, status 130
+	for sig in INT TERM; do
+		"$CLI" doctor --seconds 30 --json "$SRV_PID" >"$TMP/$sig.json" 2>"$TMP/$sig.err" &
+		p=$!
+		sleep 2
+		kill -$sig "$p"
+		busywait 5000 gone "$p"
+		wait "$p"
+		rc=$?
+		check doctor_interrupted_$sig "status $rc, interrupted=$(json_get "$TMP/$sig.json" sampling.interrupted): \
+$(cat "$TMP/$sig.err")" "$rc" = 130 -a "$(json_get "$TMP/$sig.json" sampling.interrupted)" = True
+	done
 	stop
 fi
 
