@@ -27,20 +27,27 @@ ifneq ($(WERROR),)
 ST_CFLAGS += -Werror
 endif
 LDFLAGS ?=
-SHLIB_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=shim/libsocktune.map
+# -z defs: an object left out of the link (a copy of the tree without common/) fails here, not
+# at run time with "undefined symbol".
+SHLIB_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,relro,-z,now -Wl,--version-script=shim/libsocktune.map
 LIBS    := -ldl -lpthread
 
 # common/: what the library and the command share (policy, option table, host limits).
-# shim/: the library (hooks and what they do).  cli/: the command.
+# shim/: the library (hooks and what they do).  cli/: the command: the dispatcher and what
+# several subcommands share at its top, cli/host/ the host view they read (sock_diag, /proc,
+# namespaces, holders), cli/findings/ doctor's rules, one folder per subcommand.
 COMMON_SRC := $(wildcard common/*.c)
 LIB_SRC    := $(wildcard shim/*.c) $(filter-out common/json.c,$(COMMON_SRC)) # (JSON: the command only)
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/lib/%.o,$(LIB_SRC))
-HDRS       := $(wildcard include/*.h common/*.h shim/*.h cli/*.h)
+HDRS       := $(wildcard include/*.h common/*.h shim/*.h cli/*.h cli/*/*.h)
 
 LIB := $(BUILD)/libsocktune.so
 
-# The command links the parser and the host reader, never the hooks.
-CLI_SRC    := $(wildcard cli/*.c) $(COMMON_SRC)
+# The command links the parser and the host reader, never the hooks.  Its files name each
+# other's headers without a folder: every cli folder is on its include path.
+CLI_DIRS   := cli $(patsubst %/,%,$(sort $(dir $(wildcard cli/*/*.[ch]))))
+CLI_INC    := $(addprefix -I,$(CLI_DIRS))
+CLI_SRC    := $(wildcard cli/*.c cli/*/*.c) $(COMMON_SRC)
 CLI        := $(BUILD)/socktune
 CLI_STATIC := $(BUILD)/socktune-static
 MAN1       := $(wildcard docs/*.1)
@@ -73,26 +80,35 @@ $(BUILD)/libdir.stamp: FORCE
 
 $(CLI): $(CLI_SRC) $(HDRS) $(BUILD)/libdir.stamp
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' -Wl,-z,relro,-z,now $(LDFLAGS) \
-		-o $@ $(CLI_SRC)
+	$(CC) $(ST_CFLAGS) $(CLI_INC) -DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' -Wl,-z,relro,-z,now \
+		$(LDFLAGS) -o $@ $(CLI_SRC)
 
 # For images without a libc of their own (FROM scratch + a static server is out of reach
 # of LD_PRELOAD anyway, but a distroless image with a dynamic server has no shell either).
 static: $(CLI_STATIC)
 $(CLI_STATIC): $(CLI_SRC) $(HDRS) $(BUILD)/libdir.stamp
 	@mkdir -p $(@D)
-	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' \
-		-static $(LDFLAGS) -o $@ $(CLI_SRC)
+	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) $(CLI_INC) \
+		-DST_LIBDIR_FROM_BIN='"$(LIBDIR_FROM_BIN)"' -static $(LDFLAGS) -o $@ $(CLI_SRC)
 
 # Unit tests link the pure parts directly: no preload involved.
 $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -o $@ $< $(COMMON_SRC)
+	$(CC) $(ST_CFLAGS) $(CLI_INC) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
-# test_findings includes doctor's rules, its sock_diag reader and holders.c whole.
-$(BUILD)/tests/unit/test_findings: cli/findings.c cli/diag.c cli/holders.c cli/doctor.h cli/cli.h \
-                                   cli/netlink.h
+# test_findings includes doctor's rules, how their fixes are written, its sock_diag reader,
+# holders.c and the record its evidence is written in whole.
+$(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
+                                   cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
+                                   cli/record.c
+
+# test_watchid includes watch's cgroup reader, and holders.c for comm_of.
+$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c
+
+# test_service includes what a service is made of, and the sock_diag and holder readers, whole.
+$(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
+                                  cli/host/holders.c
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
@@ -196,7 +212,7 @@ ubsan:
 	ST_SANITIZER=undefined UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
 		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
 
-TSAN_TESTS ?= t_stress t_process t_log_hostile t_stats_hostile t_fdreuse t_handoff t_relisten t_dupfd
+TSAN_TESTS ?= t_stress t_process t_log_hostile t_stats_hostile t_fdreuse t_handoff t_relisten t_dupfd t_listener_swap t_listener_closes
 tsan:
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	$(MAKE) --no-print-directory BUILD=build-tsan CC=$(SAN_CC) \
@@ -223,11 +239,12 @@ valgrind:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-# Each target links common/; fuzz_cli also the command's option parser, as the command does.
-build-fuzz/fuzz_cli: cli/args.c
+# Each target links common/; fuzz_cli also the command's option parser (and the help it
+# prints), as the command does.
+build-fuzz/fuzz_cli: cli/args.c cli/help.c
 build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim -Icommon \
+	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim -Icommon $(CLI_INC) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
 fuzz-bins: $(FUZZ_BIN)

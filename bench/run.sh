@@ -30,6 +30,8 @@ else
 fi
 HOLD_N=10000
 C8_N="1000 10000" # connections open while doctor watches (case 8)
+if [ "$QUICK" = 1 ]; then C9_N=10000 C9_S=10; else C9_N="10000 100000" C9_S=20; fi # case 9: watch
+[ -n "${BENCH_C9_N:-}" ] && C9_N=$BENCH_C9_N
 BODY=399360    # 390 KiB of request body
 BODY_DELAY=20  # ms the server waits before it reads the body
 LIFE=200       # no server outlives this (s)
@@ -557,6 +559,10 @@ print(s["listener_sample_us"], s["connection_sample_us"], s["max_connections_in_
 	stop "$c" "$s"
 done
 
+# ---- case 9: what socktune watch costs at N connections (bench/watchcost.sh) ----
+. "$ROOT/bench/watchcost.sh"
+c9_run
+
 # ---- the table ----
 cat >"$OUT/rows" <<EOF
 1 python keep-alive, NODELAY|p50 per request (ms)|c1.p50_us|plain|st|ms
@@ -668,6 +674,7 @@ c8_med() { awk -v k="$1" -v f="${2:-%.2f}" '$1 == k { v[++n] = $2 } END { if (!n
 	echo "| connections in a sample | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.conns.n$n %d)"; done)"
 	echo "| doctor CPU per second watched (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.cpu.n$n %.0f)"; done)"
 	echo "| findings (idle connections: none expected) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.findings.n$n %d)"; done)"
+	c9_table
 } >>"$BB/table.md"
 
 "$BB/svgchart" "$BB/latency.svg" \

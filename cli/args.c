@@ -27,103 +27,56 @@ enum cli_status usage_error(FILE *f, const char *fmt, ...)
 	return CLI_BAD;
 }
 
-/* One option in --help: its name (and argument) in the first HELP_HEAD columns, the text
- * from column HELP_TEXT, wrapped at HELP_WIDTH, then tail (the variable) on a line of its
- * own; a name too long for its column has the text on the next line, so a name never runs
- * into its description. */
-#define HELP_HEAD 26
-#define HELP_TEXT (2 + HELP_HEAD + 1)
-#define HELP_WIDTH 79
-static void help_entry(FILE *f, const char *head, const char *text, const char *tail)
-{
-	int col = fprintf(f, "  %s", head);
-	if (col > HELP_TEXT - 2) {
-		fputc('\n', f);
-		col = 0;
-	}
-	for (const char *w = text; *w;) {
-		w += strspn(w, " ");
-		size_t len = strcspn(w, " ");
-		if (!len)
-			break;
-		if (col > HELP_TEXT && col + 1 + (int)len > HELP_WIDTH) {
-			fputc('\n', f);
-			col = 0;
-		}
-		col += col < HELP_TEXT ? fprintf(f, "%*s", HELP_TEXT - col, "") : fprintf(f, " ");
-		col += fprintf(f, "%.*s", (int)len, w);
-		w += len;
-	}
-	fprintf(f, "\n%*s%s\n", HELP_TEXT, "", tail);
-}
-
-void usage(FILE *f)
+/* socktune --help: the wrapper's own; each subcommand has its own (socktune SUB --help). */
+void run_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
-	        "       socktune attach [OPTIONS] [--connections] [--follow] [--json] PID...|:PORT...\n"
-	        "       socktune stats [--json] [--watch SECONDS [--count N]] FILE\n"
-	        "       socktune stats --format prometheus [--output PATH] [--watch SECONDS] FILE...\n"
-	        "       socktune doctor [--seconds N] [--json] [PID...|:PORT...]\n"
+	        "       socktune check|attach|doctor|stats ... (socktune SUBCOMMAND --help)\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
-	        "tunes its TCP listeners and logs what the kernel applied.  'check' shows what this\n"
-	        "host will grant for the same options, and why.  'doctor' watches a running server's\n"
-	        "listeners and connections and names the setting that cures what it saw.\n"
+	        "tunes its TCP listeners and logs what the kernel applied.\n"
 	        "\n"
-	        "Options (each sets the SOCKTUNE_* variable shown; given here, it wins over the\n"
-	        "environment):\n");
-	for (int i = 0; i < ST_V_COUNT; i++) {
-		const struct st_var *v = &st_vars[i];
-		char head[64], text[320], tail[160];
-		snprintf(head, sizeof head, "--%s%s%s", v->option, v->arg[0] ? " " : "", v->arg);
-		/* the capability comes from the table's needs, the one text the fixes name too */
-		const char *needs = st_is_sockopt(i) ? st_sockopts[i].needs : NULL;
-		snprintf(text, sizeof text, "%s%s%s%s", v->help, needs ? " (needs " : "",
-		         needs ? needs : "", needs ? ")" : "");
-		snprintf(tail, sizeof tail, "[%s; default: %s]", v->env, v->dflt);
-		help_entry(f, head, text, tail);
-	}
+	        "Subcommands, each with its own --help:\n"
+	        "  check    what this host will grant for the same options, and why\n"
+	        "  attach   tune a server that is already running, from outside\n"
+	        "  doctor   watch a running server's listeners and connections and name the\n"
+	        "           setting that cures what it saw\n"
+	        "  stats    read the statistics file the library writes (--stats PATH)\n"
+	        "\n");
+	help_policy(f, NULL);
+	fprintf(f, "\nCommand options:\n");
+	help_entry(f, "--strict", "refuse (status 2) a program LD_PRELOAD cannot reach (statically "
+	           "linked, Go, setuid/setgid or file capabilities) instead of warning", NULL);
+	help_entry(f, "--attach", "start PROGRAM as a child and tune its listeners from outside "
+	           "(for a static or Go program; the wrapper stays as its init)", NULL);
+	help_entry(f, "--cgroup", "run PROGRAM in a cgroup of its own, the policy a sock_ops "
+	           "program the kernel runs for each of its TCP connections from the first (any "
+	           "language, static or Go; needs cgroup v2, CAP_BPF and CAP_NET_ADMIN)", NULL);
+	help_entry(f, "--cgroup-path PATH", "with --cgroup: that cgroup (made and removed; one "
+	           "that exists is used and kept) instead of socktune-PID under the wrapper's own",
+	           NULL);
+	char peer[200];
+	snprintf(peer, sizeof peer, "with --cgroup: tune only connections whose peer is in PREFIX "
+	         "(IPv4 or IPv6, ADDR/LEN or ADDR; up to %d, any of them)", CLI_MAX_PEERS);
+	help_entry(f, "--peer PREFIX", peer, NULL);
+	help_entry(f, "--print-library", "print the path of the library the command preloads (for "
+	           "an LD_PRELOAD= line) and exit", NULL);
+	help_entry(f, "--help, --version", "", NULL);
 	fprintf(f,
 	        "\n"
-	        "Flags (options without an argument above) also take --FLAG=VALUE (1/0, yes/no,\n"
-	        "on/off, true/false; after '=': --nodelay 1 would run a program named 1) and\n"
-	        "--no-FLAG (= 0).  Any option also takes --OPTION=VALUE.\n"
-	        "\n"
-	        "Command options:\n"
-	        "  --strict     run: refuse (status 2) a program LD_PRELOAD cannot reach (statically\n"
-	        "               linked, Go, setuid/setgid or file capabilities) instead of warning;\n"
-	        "               check: exit 1 unless every configured value takes effect in full\n"
-	        "  --json       check, stats, attach, doctor: print JSON\n"
-	        "  --seconds N  doctor: watch for N seconds (default 5), then say what was seen\n"
-	        "               and which setting cures it; exit 1 with findings\n"
-	        "  --connections  attach: also tune the established TCP connections (the options\n"
-	        "               that matter on a connection; quick-ack is in-process only)\n"
-	        "  --attach     run: start PROGRAM as a child and tune its listeners from outside\n"
-	        "               (for a static or Go program; the wrapper stays as its init)\n"
-	        "  --follow     attach: keep going, tuning sockets as they appear (every 100 ms),\n"
-	        "               until the processes exit or an interrupt\n"
-	        "  --route ADDR  check: the route this host sends to ADDR by (IPv4 or IPv6; up to\n"
-	        "               %d) and whether it has quickack 1, with the ip route change that adds\n"
-	        "               it\n"
-	        "  --watch S    stats: print again every S seconds (--count N times; default: until\n"
-	        "               interrupted)\n"
-	        "  --format F   stats: table (default), json (= --json) or prometheus (the text\n"
-	        "               exposition format; several FILEs)\n"
-	        "  --output PATH  stats --format prometheus: replace PATH whole each time (a new file\n"
-	        "               beside it, renamed over it), e.g. for node_exporter's textfile collector\n"
-	        "  --help, --version\n"
-	        "\n"
-	        "Options end at '--' or at the first argument that is not an option.  To run a\n"
-	        "program named 'check': socktune -- check.\n"
+	        "Options end at '--' or at the first argument that is not an option.  A first\n"
+	        "argument that is a subcommand, or one or two letters away from one (stat,\n"
+	        "doctr), is not run as a program: socktune -- stat runs stat.\n"
 	        "\n"
 	        "Environment: SOCKTUNE_* as above; %s=PATH to use that library instead of the\n"
 	        "one next to the command (./libsocktune.so, then %s/libsocktune.so).\n"
 	        "\n"
-	        "Exit status: the program's; 2 for a bad option or value (the program is not\n"
-	        "started); 126 when the program cannot be executed, 127 when it is not found.\n",
-	        CLI_MAX_ROUTES, ST_ENV_LIBRARY, ST_LIBDIR_FROM_BIN);
+	        "Exit status: the program's (--attach: once a program that exited 0 leaving\n"
+	        "processes has none left, the last one's); 2 for a bad option or value (the\n"
+	        "program is not started); 126 when the program cannot be executed, 127 when it\n"
+	        "is not found.  Every subcommand's: EXIT STATUS in socktune(1).\n",
+	        ST_ENV_LIBRARY, ST_LIBDIR_FROM_BIN);
 }
 
 /* check --route ADDR: an address literal (a name would be resolved, perhaps to another
@@ -141,6 +94,47 @@ static enum cli_status route_arg(struct cli *c, const char *val, FILE *msg)
 	if (c->nroutes >= CLI_MAX_ROUTES)
 		return usage_error(msg, "--route %s: at most %d addresses", val, CLI_MAX_ROUTES);
 	c->route[c->nroutes++] = val;
+	return CLI_GO;
+}
+
+/* --peer PREFIX: ADDR/LEN or ADDR (a host), IPv4 or IPv6; the bits past LEN must be 0 (a
+ * prefix written with them would not mean what it says). */
+static enum cli_status peer_arg(struct cli *c, const char *val, FILE *msg)
+{
+	if (!val || !val[0])
+		return usage_error(msg, "--peer: missing value (PREFIX: 10.0.0.0/8, fd00::/8, an address)");
+	char addr[64];
+	const char *slash = strchr(val, '/');
+	size_t alen = slash ? (size_t)(slash - val) : strlen(val);
+	struct cli_peer pr = {0};
+	if (alen >= sizeof addr)
+		return usage_error(msg, "--peer %s: not an IPv4 or IPv6 prefix", val);
+	memcpy(addr, val, alen);
+	addr[alen] = '\0';
+	if (inet_pton(AF_INET, addr, pr.addr) == 1)
+		pr.family = AF_INET;
+	else if (inet_pton(AF_INET6, addr, pr.addr) == 1)
+		pr.family = AF_INET6;
+	else
+		return usage_error(msg, "--peer %s: not an IPv4 or IPv6 prefix (10.0.0.0/8, fd00::/8, "
+		                   "192.0.2.7)", val);
+	int max = pr.family == AF_INET ? 32 : 128;
+	pr.len = max;
+	if (slash) {
+		char *end;
+		errno = 0;
+		long l = strtol(slash + 1, &end, 10);
+		if (errno || end == slash + 1 || *end || l < 0 || l > max)
+			return usage_error(msg, "--peer %s: the prefix length is 0 to %d", val, max);
+		pr.len = (int)l;
+	}
+	for (int b = pr.len; b < max; b++)
+		if (pr.addr[b / 8] & (0x80 >> (b % 8)))
+			return usage_error(msg, "--peer %s: bits set past /%d (the prefix is not what it "
+			                   "says: the network's address, as 10.1.0.0/16)", val, pr.len);
+	if (c->npeers >= CLI_MAX_PEERS)
+		return usage_error(msg, "--peer %s: at most %d prefixes", val, CLI_MAX_PEERS);
+	c->peer[c->npeers++] = pr;
 	return CLI_GO;
 }
 
@@ -169,6 +163,12 @@ enum cli_status flag_word_error(const struct cli *c, FILE *msg)
 	                   c->flag_word, on ? "" : "no-", opt);
 }
 
+/* Whose --help an unknown option points at */
+static const char *help_name(const struct cli *c)
+{
+	return c->check ? "socktune check" : c->attach ? "socktune attach" : "socktune";
+}
+
 /* Parse argv into c.  Every value is checked by st_policy_set, the library's parser; what
  * it refuses is one line on msg and CLI_BAD.  The command turns each option into the
  * SOCKTUNE_* variable it mirrors (build_policy), then validates the environment the program
@@ -195,6 +195,12 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			return CLI_HELP;
 		if (strcmp(a, "--version") == 0)
 			return CLI_VERSION;
+		if (strcmp(a, "--print-library") == 0) {
+			if (c->check || c->attach)
+				return usage_error(msg, "--print-library: only for running a program");
+			c->print_library = 1;
+			return CLI_GO; /* like --version: what follows is not read */
+		}
 		if (strcmp(a, "--strict") == 0) {
 			c->strict = 1;
 			continue;
@@ -203,6 +209,34 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			if (c->check || c->attach)
 				return usage_error(msg, "--attach: only for running a program");
 			c->supervise = 1;
+			continue;
+		}
+		if (strcmp(a, "--cgroup") == 0) {
+			if (c->check)
+				return usage_error(msg, "--cgroup: only for running a program or 'socktune "
+				                   "attach --cgroup'");
+			c->cgroup = 1;
+			continue;
+		}
+		if (strcmp(a, "--peer") == 0 || strncmp(a, "--peer=", 7) == 0) {
+			if (c->check)
+				return usage_error(msg, "--peer: only with --cgroup");
+			if (peer_arg(c, a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL, msg) != CLI_GO)
+				return CLI_BAD;
+			continue;
+		}
+		if (strcmp(a, "--cgroup-root") == 0) {
+			if (!c->attach)
+				return usage_error(msg, "--cgroup-root: only for 'socktune attach --cgroup' "
+				                   "(and socktune detach)");
+			c->cgroup_root = 1;
+			continue;
+		}
+		if (strcmp(a, "--cgroup-path") == 0 || strncmp(a, "--cgroup-path=", 14) == 0) {
+			c->cgroup_path = a[13] == '=' ? a + 14 : i + 1 < argc ? argv[++i] : NULL;
+			if (!c->cgroup_path || !c->cgroup_path[0])
+				return usage_error(msg, "--cgroup-path: missing value (PATH: a cgroup v2 "
+				                   "directory to make)");
 			continue;
 		}
 		if (strcmp(a, "--json") == 0) {
@@ -226,14 +260,14 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			continue;
 		}
 		if (a[1] != '-')
-			return usage_error(msg, "unknown option %s (see socktune --help)", a);
+			return usage_error(msg, "unknown option %s (see %s --help)", a, help_name(c));
 
 		const char *name = a + 2;
 		const char *eq = strchr(name, '=');
 		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		char key[64];
 		if (len == 0 || len >= sizeof key)
-			return usage_error(msg, "unknown option %s (see socktune --help)", a);
+			return usage_error(msg, "unknown option %s (see %s --help)", a, help_name(c));
 		memcpy(key, name, len);
 		key[len] = '\0';
 
@@ -249,11 +283,11 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			if (!near && strncmp(key, "no-", 3) == 0 && (near = st_var_suggest(key + 3, 0)) &&
 			    st_vars[st_var_by_option(near)].type == ST_T_BOOL)
 				return usage_error(msg, "unknown option --%s (did you mean --no-%s? see "
-				                   "socktune --help)", key, near);
+				                   "%s --help)", key, near, help_name(c));
 			if (near)
 				return usage_error(msg, "unknown option --%s (did you mean --%s? see "
-				                   "socktune --help)", key, near);
-			return usage_error(msg, "unknown option --%s (see socktune --help)", key);
+				                   "%s --help)", key, near, help_name(c));
+			return usage_error(msg, "unknown option --%s (see %s --help)", key, help_name(c));
 		}
 
 		const char *val;

@@ -4,6 +4,7 @@
 #ifndef SOCKTUNE_CLI_H
 #define SOCKTUNE_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,6 +21,9 @@
 #endif
 
 #define EXIT_USAGE 2 /* bad option or value, or --strict refused the program */
+/* The target is not there: no such process, no listener on the port (attach, doctor), no
+ * such file (stats); nothing was looked at. */
+#define EXIT_NOT_FOUND 3
 
 /* ---- args.c: the command line ---- */
 
@@ -28,11 +32,25 @@
 enum cli_status { CLI_GO, CLI_HELP, CLI_VERSION, CLI_BAD };
 
 #define CLI_MAX_ROUTES 8 /* check --route, each a lookup */
+#define CLI_MAX_PEERS 16 /* --peer PREFIX, each a few instructions of the sock_ops program */
+
+/* --peer PREFIX: an IPv4 or IPv6 prefix, the address in network order */
+struct cli_peer {
+	int family; /* AF_INET, AF_INET6 */
+	unsigned char addr[16];
+	int len;    /* the prefix length in bits */
+};
 
 struct cli {
 	int check, json, strict;
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
 	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
+	int cgroup;                      /* socktune --cgroup PROGRAM (cgroup/run.c) */
+	const char *cgroup_path;         /* --cgroup-path PATH */
+	int cgroup_root;                 /* attach --cgroup --cgroup-root: the whole host allowed */
+	struct cli_peer peer[CLI_MAX_PEERS]; /* --peer PREFIX... (the cgroup modes) */
+	int npeers;
+	int print_library;               /* socktune --print-library */
 	const char *route[CLI_MAX_ROUTES]; /* check --route ADDR: IPv4 or IPv6 literals */
 	int nroutes;
 	char **program;                 /* argv of the program (run mode) */
@@ -44,20 +62,56 @@ struct cli {
 };
 
 enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void usage(FILE *f);
+void run_help(FILE *f); /* socktune --help */
 enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg);
 enum cli_status flag_word_error(const struct cli *c, FILE *msg);
 enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg);
 
+/* ---- stop.c: SIGINT and SIGTERM end a loop (doctor, attach --follow, stats --watch) ---- */
+
+/* The signal that asked for the end (0: none yet); the handler is installed by
+ * stop_on_signals, and a second signal ends the command at once. */
+extern volatile sig_atomic_t stop_signal;
+void stop_on_signals(void);
+const char *stop_name(void); /* "SIGINT" or "SIGTERM" */
+/* status when no signal came; else the command ends now by that signal (output flushed),
+ * the shell's status 128 + its number.  main's last word. */
+int stop_end(int status);
+
+/* ---- child.c: a wrapper's program as its child (--attach, --cgroup) ---- */
+
+/* The signals a wrapper blocks and waits for: those it forwards to the program (every one
+ * that can be caught and is not a fault's) and SIGCHLD. */
+void child_sigset(sigset_t *set);
+/* 1 when signal info is dealt with here and goes to no one (the terminal's, which reached
+ * the program already, or our own); 0: pass it on (child_sig_pass) to the program, or to
+ * what it left. */
+int child_sig_done(const siginfo_t *info, pid_t child, int program_alive);
+void child_sig_pass(const siginfo_t *info, pid_t to); /* as it came: sigqueue keeps its value */
+/* The wrapper's own status as the program's (waitpid's status): its exit code returned, or
+ * its signal raised here (no core of ours), 128 + it should that return. */
+int child_status(int status);
+
+/* ---- help.c: how each subcommand's --help is laid out ---- */
+
+/* One option: head ("--name ARG") in its column, text wrapped beside it, then tail (NULL:
+ * none) on a line of its own. */
+void help_entry(FILE *f, const char *head, const char *text, const char *tail);
+/* The options of the ST_VARIABLES table that takes(id) says the subcommand takes (NULL:
+ * all), each with its variable and default, and how flags are written. */
+void help_policy(FILE *f, int (*takes)(int id));
+
 /* ---- run.c, inspect.c: socktune PROGRAM ---- */
 
 int run_main(const struct cli *c, const struct st_policy *p, const char *argv0);
+int print_library(const char *argv0); /* the library run_main would preload, on stdout */
 /* 1, with the one line said, when the congestion control asked for is missing here. */
 int congestion_missing(const struct cli *c, const struct st_policy *p);
 
 /* What inspect_program finds in the file: each a reason LD_PRELOAD does not reach it. */
 enum { P_STATIC = 1, P_GO = 2, P_SETID = 4, P_CAPS = 8 };
 int resolve_program(const char *name, char *out);
+int path_lookup(const char *name, const char *path, char *out); /* path: a PATH value */
 unsigned inspect_program(const char *path, char *judged, int depth);
 
 /* ---- probe.c, hostinfo.c, check.c, report.c: socktune check ---- */
@@ -106,6 +160,7 @@ struct verdict {
 	long long want, effective;
 	int measured;                /* effective was read back from a probe socket */
 	int doubled;                 /* the kernel reports twice the request */
+	char got_name[ST_NAME_MAX];  /* a name option: the name read back, if measured */
 	char why[320];
 	char fix[200];
 };
@@ -141,8 +196,10 @@ struct report {
 };
 
 int check_main(const struct cli *c, const struct st_policy *p);
+void check_help(FILE *f);
+int check_takes(int id); /* the policy options check takes: not those only --cgroup sets */
 
-/* ---- attach.c: socktune attach ---- */
+/* ---- attach.c, attachtune.c, service.c: socktune attach (attach.h) ---- */
 
 /* (Linux 5.3 and 5.6; older headers lack the numbers) */
 #ifndef SYS_pidfd_open
@@ -156,32 +213,15 @@ struct attach_args {
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);
-/* One pass over pid's sockets: each not handled before tuned, one line each on st->out. */
-#define ATTACH_MAX_PIDS 256
-struct ino_set { /* a set of nonzero keys, open addressing, grown as it fills */
-	unsigned long long *keys;
-	size_t cap, n;
-};
-struct attach_target {
-	int pid, pidfd; /* pidfd -1: the slot is free */
-	int gone;       /* its exit was said */
-};
-struct attach_state {
-	FILE *out;
-	int tuned, refused;
-	int following; /* a later pass: refusals were said the first time */
-	struct attach_target targets[ATTACH_MAX_PIDS];
-	int ntargets;
-	struct ino_set done;    /* socket inodes handled (tuned, or never to be: not TCP, ...) */
-	struct ino_set holders; /* (pid, inode) of listeners seen: each holder said once */
-};
+/* attachargs.c: attach's --help; whether it takes policy option id (the others cannot
+ * reach a running server's sockets from outside); and the refusal of a command line that
+ * would apply nothing (CLI_BAD, the reason and what to add said on msg). */
+void attach_help(FILE *f);
+int attach_takes(int id);
+enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FILE *msg);
 /* A sysctl of pid's network namespace (read by a child that joins it when it is not ours),
- * -1 when it cannot be read. */
+ * -1 when it cannot be read (host/nssysctl.c). */
 long long target_sysctl(int pid, const char *name);
-void attach_pid(const struct st_policy *p, const struct attach_args *a, int pid,
-                struct attach_state *st);
-/* After a pass: say each target that exited since, once; returns how many still run. */
-int attach_alive(struct attach_state *st);
 
 /* ---- supervise.c: socktune --attach PROGRAM: the program as a child, tuned from outside ---- */
 int supervise_main(const struct cli *c, const struct st_policy *p);
@@ -189,24 +229,31 @@ void memory_exposure(const struct host *h, const struct verdict *v, int n, struc
 void report_json(const struct report *r);
 void report_text(const struct report *r);
 
+/* ---- outfile.c: a file replaced whole (stats --output, watch --textfile) ---- */
+
+/* Replace path with the n bytes of data: a new file in the same directory, written, fsynced
+ * and renamed over path; an existing path that is not a regular file is refused.  0, or -1
+ * with a message in err and nothing left behind. */
+int write_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
+
 /* ---- complete.c: socktune --list-options [SUBCOMMAND], for the shell's completion ---- */
 int list_options(FILE *out, const char *sub);
 
-/* ---- stats.c, statsview.c, statsprom.c, outfile.c: socktune stats ---- */
+/* ---- stats.c, statsview.c, statsprom.c: socktune stats ---- */
 
 enum stats_format { STATS_TABLE, STATS_JSON, STATS_PROMETHEUS };
-#define STATS_MAX_FILES 256
 
 struct stats_args {
 	enum stats_format format;
 	long long every, times; /* --watch, --count; 0: not given */
 	const char *output;     /* --output PATH (prometheus): replaced atomically */
-	const char *files[STATS_MAX_FILES];
+	const char **files; /* as many as given (no cap): argv's */
 	int nfiles;
 };
 
 enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg);
 int stats_main(const struct stats_args *s);
+void stats_help(FILE *f);
 
 /* One stats file as read: the snapshot, the live counters when they could be read, which of
  * the two f points at and why, and the netns counters now. */
@@ -225,19 +272,31 @@ struct stats_view {
 	const struct st_stats_file *f;
 	struct stats_source src;
 	struct stats_netns ns;
+	/* The accept queue of each slot's listener now, from sock_diag in the process's network
+	 * namespace (-1: not found there); kernel 0 with kernel_why saying why it was not read. */
+	int kernel;
+	char kernel_why[128];
+	int32_t queue_now[ST_STATS_LISTENERS];
+	char error[512]; /* why it could not be read */
 };
-/* 0, or 1 with a message on stderr (unreadable, not a stats file, another version). */
+/* 0; EXIT_NOT_FOUND when there is no such file; or 1 (unreadable, not a stats file,
+ * another version); a message on stderr for both. */
 int stats_view_load(const char *path, struct stats_view *v);
 int stats_running(const struct st_stats_file *f);
+/* A slot's accept queue now: the kernel's (*from_kernel 1), else the file's last sample */
+int stats_queue_now(const struct stats_view *v, int slot, int *from_kernel);
 long long stats_delta(long long now, long long start); /* -1 when either is unknown */
+/* The inode of a netns as the file has it ("net:[4026531833]"), -1 when not of that form. */
+long long stats_netns_inode(const char *netns);
+/* --json: one document of n files (status[i]: stats_view_load's), written on one line for
+ * --watch; nothing readable, the error object alone.  Returns the run's status: 0; 1 when a
+ * file could not be read; EXIT_NOT_FOUND when none exists. */
+int stats_json(FILE *out, const char *const *paths, struct stats_view *const *views,
+               const int *status, int n, int one_line);
 
 /* The Prometheus text format of n files; views[i] NULL: paths[i] could not be read. */
 void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *const *views,
                       int n);
 
-/* Replace path with the n bytes of data: a new file in the same directory, written, fsynced
- * and renamed over path; an existing path that is not a regular file is refused.  0, or -1
- * with a message in err and nothing left behind. */
-int write_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
 
 #endif

@@ -14,16 +14,27 @@
 
 static const struct sub {
 	const char *name;
-	int policy; /* takes the options of ST_VARIABLES */
+	int policy;              /* takes the options of ST_VARIABLES */
+	int (*takes)(int id);    /* those of them it takes (NULL: all) */
 	const char *const *opts;
 } subs[] = {
-	{"run", 1, (const char *const[]){"--strict", "--attach", "--help", "--version", NULL}},
-	{"check", 1, (const char *const[]){"--json", "--strict", "--route ADDR", "--help", NULL}},
-	{"attach", 1, (const char *const[]){"--json", "--connections", "--follow", "--help", NULL}},
-	{"stats", 0, (const char *const[]){"--json", "--format FORMAT\ttable json prometheus",
-	                                   "--output PATH", "--watch SECONDS", "--count N",
-	                                   "--help", NULL}},
-	{"doctor", 0, (const char *const[]){"--seconds SECONDS", "--json", "--help", NULL}},
+	{"run", 1, NULL, (const char *const[]){"--strict", "--attach", "--cgroup", "--cgroup-path PATH",
+	                                      "--peer PREFIX",
+	                                      "--print-library", "--help",
+	                                      "--version", NULL}},
+	{"check", 1, check_takes, (const char *const[]){"--json", "--strict", "--route ADDR", "--help", NULL}},
+	{"attach", 1, attach_takes,
+	 (const char *const[]){"--json", "--connections", "--follow", "--cgroup", "--cgroup-root",
+	                       "--peer PREFIX", "--help", NULL}},
+	{"detach", 0, NULL, (const char *const[]){"--json", "--cgroup-root", "--help", NULL}},
+	{"stats", 0, NULL, (const char *const[]){"--json", "--format FORMAT\ttable json prometheus",
+	                                         "--output PATH", "--watch SECONDS", "--count N",
+	                                         "--help", NULL}},
+	{"doctor", 0, NULL, (const char *const[]){"--seconds SECONDS", "--json", "--help", NULL}},
+	{"watch", 0, NULL, (const char *const[]){"--listen ADDR:PORT", "--textfile PATH",
+	                                         "--every SECONDS", "--interval SECONDS",
+	                                         "--window SECONDS",
+	                                         "--seconds SECONDS", "--help", NULL}},
 };
 
 /* The names an option's value may be, when they are a few words: the host's own for a
@@ -77,14 +88,16 @@ int list_options(FILE *out, const char *sub)
 	if (!sub)
 		return 0;
 	if (!s) {
-		usage_error(stderr, "--list-options %s: not a subcommand (run, check, attach, stats, "
-		            "doctor)", sub);
+		usage_error(stderr, "--list-options %s: not a subcommand (run, check, attach, detach, "
+		            "stats, doctor, watch)", sub);
 		return EXIT_USAGE;
 	}
 	for (int i = 0; s->opts[i]; i++)
 		fprintf(out, "%s\n", s->opts[i]);
 	for (int i = 0; s->policy && i < ST_V_COUNT; i++) {
 		const struct st_var *v = &st_vars[i];
+		if (s->takes && !s->takes(i))
+			continue;
 		const char *vals = values_of(v);
 		fprintf(out, "--%s%s%s%s%s\n", v->option, v->arg[0] ? " " : "", v->arg,
 		        vals ? "\t" : "", vals ? vals : "");

@@ -1,4 +1,4 @@
-/* An output file replaced whole (stats --output): a reader such as node_exporter's textfile
+/* An output file replaced whole (stats --output, watch --textfile): a reader such as node_exporter's textfile
  * collector sees the old text or the new, never a half-written file.  The new text goes to
  * a file of our own in the same directory (rename() does not cross filesystems), made with
  * O_EXCL so that nothing already there is opened, written, fsynced, then renamed over the

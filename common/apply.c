@@ -175,14 +175,13 @@ int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o
 	const char *key = st_opt_key(i, kbuf, sizeof kbuf);
 	int dry = o->state == ST_READ, shown = dry ? o->want : o->got;
 	buf[0] = '\0';
-	if (o->state == ST_KEPT)
-		return snprintf(buf, n, " %s=app", key);
+	/* (ST_KEPT, the app's own value kept, is not a value: the library lists it in app_kept) */
 	if ((o->state != ST_SET && o->state != ST_READ) || o->got == ST_UNREAD)
 		return 0;
 	if (so->flags & ST_O_NAME)
 		return snprintf(buf, n, " %s=%s", key, dry ? st_opt_name(p, i) : name);
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept */
-		return snprintf(buf, n, " %s.want=%dus %s.effective=%dus", key, o->want, key, shown);
+	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept; the unit in the name */
+		return snprintf(buf, n, " %s_us.want=%d %s_us.effective=%d", key, o->want, key, shown);
 	if ((so->flags & ST_O_BUFFER) && dry) /* what would be, and what is there (doubled) */
 		return snprintf(buf, n, " %s.want=%d %s.effective=%lld %s.now=%d", key, o->want, key,
 		                st_dry_buffer(p, i, o->want), key, o->got);
@@ -190,6 +189,8 @@ int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o
 		return snprintf(buf, n, " %s.want=%d %s.effective=%d", key, o->want, key, o->got);
 	if (so->flags & ST_O_UNSIGNED)
 		return snprintf(buf, n, " %s=%u", key, (unsigned)shown);
+	if (i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL) /* a boolean: 1 or 0 */
+		return snprintf(buf, n, " %s=%d", key, shown != 0);
 	return snprintf(buf, n, " %s=%d", key, shown);
 }
 

@@ -34,6 +34,11 @@ void st_json_str(FILE *f, const char *s)
 		} else if (c < 0x80) {
 			fputc(c, f);
 			u++;
+		} else if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] < 0xa0) {
+			/* C1 controls (U+0080-U+009F, CSI among them) escaped too: a terminal that
+			 * shows the document would obey them */
+			fprintf(f, "\\u%04x", u[1]);
+			u += 2;
 		} else {
 			int len = st_utf8_len(u);
 			if (len) {

@@ -31,12 +31,17 @@ int st_short_of(int i, long long want, long long got)
 	return got != want;
 }
 
+void st_fix_sysctl(int i, long long want, char *fix, size_t n)
+{
+	snprintf(fix, n, "sysctl -w %s=%lld", st_sockopts[i].limit ? st_sockopts[i].limit : "?", want);
+}
+
 void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n)
 {
 	const char *limit = st_sockopts[i].limit ? st_sockopts[i].limit : "?";
 	const struct st_var *force = &st_vars[ST_V_RCVBUF_FORCE];
 	if (i != ST_V_RCVBUF)
-		snprintf(fix, n, "sysctl -w %s=%lld", limit, want);
+		st_fix_sysctl(i, want, fix, n);
 	else if (forced) /* asked for SO_RCVBUFFORCE, refused: only the capability is missing */
 		snprintf(fix, n, "sysctl -w %s=%lld, or grant CAP_NET_ADMIN (for %s=1)", limit, want,
 		         force->env);
@@ -130,6 +135,43 @@ void st_fix_refused(int i, int err, char *fix, size_t n)
 		snprintf(fix, n, "the kernel takes 2 jiffies to 200 ms (socktune check shows the jiffy)");
 	else
 		fix[0] = '\0';
+}
+
+void st_fix_refused_on(int i, int err, int protocol, char *fix, size_t n)
+{
+	/* an MPTCP socket takes only some of TCP's options (net/mptcp/sockopt.c): the same
+	 * ENOPROTOOPT a kernel without the option gives, on a kernel that has it */
+	if (protocol == ST_IPPROTO_MPTCP && (err == ENOPROTOOPT || err == EOPNOTSUPP))
+		snprintf(fix, n, "MPTCP sockets refuse %s (the kernel's MPTCP takes only some of "
+		         "TCP's options); a plain TCP socket takes it", st_sockopts[i].label);
+	else
+		st_fix_refused(i, err, fix, n);
+}
+
+size_t st_fix_command(const char *fix, const char **note)
+{
+	static const char *const runs[] = {"sysctl -w ", "modprobe ", "ip route ", "ip -6 route "};
+	size_t len = 0;
+	for (size_t k = 0; k < sizeof runs / sizeof runs[0] && !len; k++)
+		if (strncmp(fix, runs[k], strlen(runs[k])) == 0) {
+			const char *or = strstr(fix, ", or ");
+			len = or ? (size_t)(or - fix) : strlen(fix);
+		}
+	*note = fix[len] == ',' ? fix + len + 2 : fix + len;
+	return len;
+}
+
+const char *st_fix_split(const char *fix, char *cmd, size_t n)
+{
+	const char *note;
+	size_t len = st_fix_command(fix, &note);
+	snprintf(cmd, n, "%.*s", (int)len, fix);
+	return note;
+}
+
+void st_fix_backlog_lowered(long long want, char *fix, size_t n)
+{
+	snprintf(fix, n, "use --backlog-min %lld to only raise", want);
 }
 
 int st_hz_from_readback(long long asked_us, long long readback_us, long long *jiffy_us,

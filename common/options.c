@@ -15,11 +15,18 @@ const struct st_var st_vars[ST_V_COUNT] = {
 #undef ST_ENTRY
 };
 
-/* The socket option column: ST_SO_SOCK(...), ST_SO_SOCK6(...), ST_SO_OWN or ST_SO_NOSOCK. */
+/* The socket option column: ST_SO_SOCK(...), ST_SO_SOCK6(...), ST_SO_SOCKOPS(...), ST_SO_OWN
+ * or ST_SO_NOSOCK. */
+#define ST_SO_BPF(level, optname, flags) \
+	.sockops = ((flags) & ST_O_SOCKOPS) ? ST_SOCKOPS_SET : ST_SOCKOPS_NONE, .bpf_level = (level), \
+	.bpf_optname = ST_BPF_OPTNAME(level, optname)
 #define ST_SO_SOCK(level, optname, flags, limit, needs) \
-	#optname, level, optname, flags, limit, needs, NULL, 0, 0
+	#optname, level, optname, flags, limit, needs, NULL, 0, 0, ST_SO_BPF(level, optname, flags)
 #define ST_SO_SOCK6(level, optname, flags, limit, needs, level6, optname6) \
-	#optname, level, optname, flags, limit, needs, #optname6, level6, optname6
+	#optname, level, optname, flags, limit, needs, #optname6, level6, optname6, \
+	ST_SO_BPF(level, optname, flags)
+#define ST_SO_SOCKOPS(how, what) \
+	NULL, .sockops = (how), .bpf_level = IPPROTO_TCP, .bpf_optname = (what)
 #define ST_SO_OWN NULL
 #define ST_SO_NOSOCK NULL
 
@@ -29,12 +36,13 @@ const struct st_sockopt st_sockopts[ST_O_COUNT] = {
 	ST_VARIABLES(ST_ENTRY)
 #undef ST_ENTRY
 	/* SOCKTUNE_KEEPALIVE=IDLE:INTVL:CNT */
-	[ST_O_KEEPIDLE] = {"TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE, ST_O_CLIENT, .var = ST_V_KEEPALIVE,
-	                   .key = "keepalive.idle"},
-	[ST_O_KEEPINTVL] = {"TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL, ST_O_CLIENT,
-	                    .var = ST_V_KEEPALIVE, .key = "keepalive.intvl"},
-	[ST_O_KEEPCNT] = {"TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT, ST_O_CLIENT, .var = ST_V_KEEPALIVE,
-	                  .key = "keepalive.cnt"},
+#define ST_KA_PART(name, logkey) \
+	{#name, IPPROTO_TCP, name, ST_O_CLIENT | ST_O_SOCKOPS, .var = ST_V_KEEPALIVE, .key = logkey, \
+	 ST_SO_BPF(IPPROTO_TCP, name, ST_O_SOCKOPS)}
+	[ST_O_KEEPIDLE] = ST_KA_PART(TCP_KEEPIDLE, "keepalive.idle"),
+	[ST_O_KEEPINTVL] = ST_KA_PART(TCP_KEEPINTVL, "keepalive.intvl"),
+	[ST_O_KEEPCNT] = ST_KA_PART(TCP_KEEPCNT, "keepalive.cnt"),
+#undef ST_KA_PART
 };
 
 /* Whether a variable is OWN (no socket option, but it tunes sockets). */
@@ -43,6 +51,7 @@ static const unsigned char own[ST_V_COUNT] = {
 #define ST_OWN_NOSOCK 0
 #define ST_OWN_SOCK(...) 0
 #define ST_OWN_SOCK6(...) 0
+#define ST_OWN_SOCKOPS(...) 0
 #define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) [ST_V_##id] = ST_OWN_##sock,
 	ST_VARIABLES(ST_ENTRY)
 #undef ST_ENTRY

@@ -430,32 +430,32 @@ int st_var_by_option(const char *name)
 	return -1;
 }
 
-/* The edit distance (insertions, deletions, substitutions; letters compared without case)
- * of a and b, or a large number when either is longer than 31 bytes. */
-static int edit_distance(const char *a, const char *b)
+int st_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	int row[32];
+	int rows[3][32]; /* a's first i letters against b's: rows i-2, i-1 and i, in turn */
 	if (la > 31 || lb > 31)
 		return 99;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = (int)j;
+		rows[1][j] = (int)j;
 	for (size_t i = 1; i <= la; i++) {
-		int diag = row[0];
+		int *two = rows[(i + 2) % 3], *up = rows[i % 3], *row = rows[(i + 1) % 3];
+		int ai = tolower((unsigned char)a[i - 1]);
 		row[0] = (int)i;
 		for (size_t j = 1; j <= lb; j++) {
-			int up = row[j];
-			int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
-			int best = diag + !same;
-			if (up + 1 < best)
-				best = up + 1;
+			int bj = tolower((unsigned char)b[j - 1]);
+			int best = up[j - 1] + (ai != bj);
+			if (up[j] + 1 < best)
+				best = up[j] + 1;
 			if (row[j - 1] + 1 < best)
 				best = row[j - 1] + 1;
+			if (i > 1 && j > 1 && ai == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == bj && two[j - 2] + 1 < best)
+				best = two[j - 2] + 1; /* two letters swapped */
 			row[j] = best;
-			diag = up;
 		}
 	}
-	return row[lb];
+	return rows[(la + 1) % 3][lb];
 }
 
 const char *st_var_suggest(const char *name, int by_env)
@@ -474,7 +474,7 @@ const char *st_var_suggest(const char *name, int by_env)
 		                   : by_env ? st_vars[i].env : st_vars[i].option;
 		if (!cand)
 			continue;
-		int d = edit_distance(name, by_env ? cand + plen : cand);
+		int d = st_edit_distance(name, by_env ? cand + plen : cand);
 		if (d < best) {
 			best = d;
 			found = cand;

@@ -17,7 +17,7 @@ _socktune()
 	[[ $cmd == */* && -x $cmd ]] || cmd=$(type -P socktune) || return 0
 
 	case ${COMP_WORDS[1]-} in
-	check | attach | stats | doctor) sub=${COMP_WORDS[1]} i=2 ;;
+	check | attach | detach | stats | doctor | watch) sub=${COMP_WORDS[1]} i=2 ;;
 	esac
 	if ((COMP_CWORD == 1)) && [[ $cur != -* ]]; then
 		local subs
@@ -88,7 +88,7 @@ _socktune()
 		return 0
 	fi
 	case $sub in
-	attach)
+	attach | detach)
 		local pids=(/proc/[0-9]*)
 		COMPREPLY=($(compgen -W "${pids[*]#/proc/}" -- "$cur"))
 		;;

@@ -39,19 +39,23 @@ enum st_type {
  *            is read back), then read back; limit: the sysctl that caps it; needs: the
  *            capability without which the kernel refuses it (NULL: none)
  *   SOCK6(level, optname, flags, limit, needs, level6, optname6)   another option on IPv6
+ *   SOCKOPS(how, what)   set by the cgroup sock_ops program only (socktune --cgroup,
+ *            cli/cgroup/): ST_SOCKOPS_SET: bpf_setsockopt(IPPROTO_TCP, what) when a connection
+ *            is established; ST_SOCKOPS_REPLY: the reply to callback what (the SYN RTO, the
+ *            initial receive window).  A SOCK row with ST_O_SOCKOPS is set by that program too.
  *   OWN      tunes listeners or connections with code of its own (the backlog, quick-ack,
  *            the stats file)
  *   NOSOCK   not a socket setting (logging, scope, modes) */
 #define ST_VARIABLES(X)                                                                          \
 	X(RCVBUF, "RCVBUF", "rcvbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
 	  "SO_RCVBUF on listeners, set before listen() so the window scale matches", \
-	  SOCK(SOL_SOCKET, SO_RCVBUF, ST_O_BUFFER | ST_O_CLIENT, "net.core.rmem_max", NULL)) \
+	  SOCK(SOL_SOCKET, SO_RCVBUF, ST_O_BUFFER | ST_O_CLIENT | ST_O_SOCKOPS, "net.core.rmem_max", NULL)) \
 	X(RCVBUF_FORCE, "RCVBUF_FORCE", "rcvbuf-force", ST_T_BOOL, 0, 1, "", "off",                  \
 	  "try SO_RCVBUFFORCE first (CAP_NET_ADMIN, ignores net.core.rmem_max)", \
 	  NOSOCK) \
 	X(SNDBUF, "SNDBUF", "sndbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
 	  "SO_SNDBUF on listeners (clamped by net.core.wmem_max)", \
-	  SOCK(SOL_SOCKET, SO_SNDBUF, ST_O_BUFFER | ST_O_CLIENT, "net.core.wmem_max", NULL)) \
+	  SOCK(SOL_SOCKET, SO_SNDBUF, ST_O_BUFFER | ST_O_CLIENT | ST_O_SOCKOPS, "net.core.wmem_max", NULL)) \
 	X(BACKLOG, "BACKLOG", "backlog", ST_T_INT, 1, 2147483647, "N", "unset (the app's)",          \
 	  "replace the backlog the app passes to listen()", \
 	  OWN) \
@@ -63,7 +67,7 @@ enum st_type {
 	  OWN) \
 	X(NODELAY, "NODELAY", "nodelay", ST_T_BOOL, 0, 1, "", "unset (the app's)",                   \
 	  "TCP_NODELAY on listeners (accepted sockets inherit it)", \
-	  SOCK(IPPROTO_TCP, TCP_NODELAY, ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_NODELAY, ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(QUICKACK, "QUICKACK", "quickack", ST_T_BOOL, 0, 1, "", "off",                              \
 	  "TCP_QUICKACK on accepted sockets, re-armed after every receive that returned data", \
 	  OWN) \
@@ -81,16 +85,16 @@ enum st_type {
 	  OWN) \
 	X(KEEPALIVE, "KEEPALIVE", "keepalive", ST_T_KEEPALIVE, 0, 1, "on|IDLE:INTVL:CNT",            \
 	  "unset (the app's)", "SO_KEEPALIVE, with TCP_KEEPIDLE:TCP_KEEPINTVL:TCP_KEEPCNT (s, s, count)", \
-	  SOCK(SOL_SOCKET, SO_KEEPALIVE, ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(SOL_SOCKET, SO_KEEPALIVE, ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(USER_TIMEOUT, "USER_TIMEOUT", "user-timeout", ST_T_INT, 0, 2147483647, "MS", "unset",      \
 	  "TCP_USER_TIMEOUT in milliseconds", \
-	  SOCK(IPPROTO_TCP, TCP_USER_TIMEOUT, ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_USER_TIMEOUT, ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(CONGESTION, "CONGESTION", "congestion", ST_T_NAME, 0, 0, "NAME",                           \
 	  "unset (net.ipv4.tcp_congestion_control)", "TCP_CONGESTION, e.g. bbr or cubic", \
-	  SOCK(IPPROTO_TCP, TCP_CONGESTION, ST_O_NAME | ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_CONGESTION, ST_O_NAME | ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(NOTSENT_LOWAT, "NOTSENT_LOWAT", "notsent-lowat", ST_T_SIZE, 1, 1073741824, "SIZE", "unset", \
 	  "TCP_NOTSENT_LOWAT: limit unsent data queued in the kernel", \
-	  SOCK(IPPROTO_TCP, TCP_NOTSENT_LOWAT, ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_NOTSENT_LOWAT, ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(DEFER_ACCEPT, "DEFER_ACCEPT", "defer-accept", ST_T_INT, 0, 2147483647, "SECONDS", "unset",   \
 	  "TCP_DEFER_ACCEPT on listeners: wake accept() only when data arrived", \
 	  SOCK(IPPROTO_TCP, TCP_DEFER_ACCEPT, ST_O_LISTENER_ONLY | ST_O_ROUNDS_UP, NULL, NULL)) \
@@ -102,31 +106,31 @@ enum st_type {
 	  SOCK(SOL_SOCKET, SO_REUSEPORT, ST_O_LISTENER_ONLY | ST_O_BEFORE_BIND, NULL, NULL)) \
 	X(TOS, "TOS", "tos", ST_T_TOS, 0, 255, "TOS", "unset",                                       \
 	  "IP_TOS / IPV6_TCLASS: a number or lowdelay, throughput, reliability, lowcost", \
-	  SOCK6(IPPROTO_IP, IP_TOS, ST_O_CLIENT, NULL, NULL, IPPROTO_IPV6, IPV6_TCLASS)) \
+	  SOCK6(IPPROTO_IP, IP_TOS, ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL, IPPROTO_IPV6, IPV6_TCLASS)) \
 	X(PRIORITY, "PRIORITY", "priority", ST_T_INT, 0, 6, "N", "unset",                            \
 	  "SO_PRIORITY (not inherited: set on each accepted connection)", \
-	  SOCK(SOL_SOCKET, SO_PRIORITY, ST_O_EACH_CONN | ST_O_CLIENT, NULL, NULL)) \
+	  SOCK(SOL_SOCKET, SO_PRIORITY, ST_O_EACH_CONN | ST_O_CLIENT | ST_O_SOCKOPS, NULL, NULL)) \
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
 	  "SO_MARK: a number on the packets sent, for routing rules and firewalls", \
-	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
+	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED | ST_O_SOCKOPS, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
 	X(DELACK_MAX, "DELACK_MAX", "delack-max", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
 	  "TCP_DELACK_MAX_US (Linux 6.15): the longest an ACK is delayed, e.g. 5ms", \
-	  SOCK(IPPROTO_TCP, TCP_DELACK_MAX_US, ST_O_CLIENT | ST_O_ROUNDS_UP, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_DELACK_MAX_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
 	X(RTO_MIN, "RTO_MIN", "rto-min", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
 	  "TCP_RTO_MIN_US (Linux 6.15): the least retransmission timeout; also caps delayed ACKs", \
-	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
 	X(MAXSEG, "MAXSEG", "maxseg", ST_T_INT, 88, 32767, "BYTES", "unset (the route's MTU)", \
 	  "TCP_MAXSEG: the largest segment either side sends (the MSS offered)", \
-	  SOCK(IPPROTO_TCP, TCP_MAXSEG, ST_O_CLIENT | ST_O_NOT_COMPARED, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_MAXSEG, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_SOCKOPS, NULL, NULL)) \
 	X(WINDOW_CLAMP, "WINDOW_CLAMP", "window-clamp", ST_T_SIZE, 1, 1073741824, "SIZE", "unset", \
 	  "TCP_WINDOW_CLAMP: the largest receive window advertised", \
-	  SOCK(IPPROTO_TCP, TCP_WINDOW_CLAMP, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_ROUNDS_UP, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_WINDOW_CLAMP, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
 	X(SYNCNT, "SYNCNT", "syncnt", ST_T_INT, 1, 127, "N", "unset (net.ipv4.tcp_syn_retries)", \
 	  "TCP_SYNCNT on outgoing connections (with --client): SYN retransmissions before connect() fails", \
-	  SOCK(IPPROTO_TCP, TCP_SYNCNT, ST_O_CLIENT | ST_O_CLIENT_ONLY, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_SYNCNT, ST_O_CLIENT | ST_O_CLIENT_ONLY | ST_O_SOCKOPS, NULL, NULL)) \
 	X(PACING_RATE, "PACING_RATE", "pacing-rate", ST_T_SIZE, 1, 4294967295LL, "BYTES/S", "unset", \
 	  "SO_MAX_PACING_RATE: at most this many bytes per second per connection (K, M, G: 1024s)", \
-	  SOCK(SOL_SOCKET, SO_MAX_PACING_RATE, ST_O_CLIENT | ST_O_UNSIGNED, NULL, NULL)) \
+	  SOCK(SOL_SOCKET, SO_MAX_PACING_RATE, ST_O_CLIENT | ST_O_UNSIGNED | ST_O_SOCKOPS, NULL, NULL)) \
 	X(FREEBIND, "FREEBIND", "freebind", ST_T_BOOL, 0, 1, "", "unset (the app's)", \
 	  "IP_FREEBIND / IPV6_FREEBIND before bind(): bind to an address not (yet) on the host", \
 	  SOCK6(IPPROTO_IP, IP_FREEBIND, ST_O_BEFORE_BIND | ST_O_LISTENER_ONLY, NULL, NULL, \
@@ -141,6 +145,18 @@ enum st_type {
 	X(TTL, "TTL", "ttl", ST_T_INT, 1, 255, "HOPS", "unset (net.ipv4.ip_default_ttl)",           \
 	  "IP_TTL / IPV6_UNICAST_HOPS: the hop limit of the packets sent",                        \
 	  SOCK6(IPPROTO_IP, IP_TTL, ST_O_CLIENT, NULL, NULL, IPPROTO_IPV6, IPV6_UNICAST_HOPS))     \
+	X(INITCWND, "INITCWND", "initcwnd", ST_T_INT, 1, 65535, "N", "unset (10, or the route's)",   \
+	  "with --cgroup: the initial congestion window, in segments (TCP_BPF_IW)", \
+	  SOCKOPS(ST_SOCKOPS_SET, ST_TCP_BPF_IW)) \
+	X(CWND_CLAMP, "CWND_CLAMP", "cwnd-clamp", ST_T_INT, 1, 65535, "N", "unset",                  \
+	  "with --cgroup: the largest congestion window, in segments (TCP_BPF_SNDCWND_CLAMP)", \
+	  SOCKOPS(ST_SOCKOPS_SET, ST_TCP_BPF_SNDCWND_CLAMP)) \
+	X(INITRWND, "INITRWND", "initrwnd", ST_T_INT, 1, 65535, "N", "unset (10 segments)",          \
+	  "with --cgroup: the initial receive window offered, in segments (RWND_INIT)", \
+	  SOCKOPS(ST_SOCKOPS_REPLY, ST_SOCK_OPS_RWND_INIT)) \
+	X(SYN_RTO, "SYN_RTO", "syn-rto", ST_T_USEC, 1000, 120000000, "DURATION", "unset (1 s)",       \
+	  "with --cgroup: the retransmission timeout of the SYN and SYN-ACK (TIMEOUT_INIT), e.g. 200ms", \
+	  SOCKOPS(ST_SOCKOPS_REPLY, ST_SOCK_OPS_TIMEOUT_INIT)) \
 	X(PRECEDENCE, "PRECEDENCE", "precedence", ST_T_PRECEDENCE, 0, 1, "policy|app", "policy",     \
 	  "who wins when the app sets a governed option itself", \
 	  NOSOCK) \
@@ -171,6 +187,8 @@ enum st_opt_flags {
 	ST_O_NOT_COMPARED = 256, /* an accepted socket reports something else (TCP_MAXSEG: the
 	                          * MSS in use): not compared with the listener's */
 	ST_O_CLIENT_ONLY = 512,  /* outgoing connections only, never listeners */
+	ST_O_SOCKOPS = 1024,     /* a cgroup sock_ops program sets it too (bpf_setsockopt takes
+	                          * it: net/core/filter.c), on each connection it sees */
 };
 
 enum st_var_id {
@@ -251,6 +269,9 @@ int st_var_by_option(const char *name);
  * SOCKTUNE_ and NODELEY -> "SOCKTUNE_NODELAY") or an option ("nodeley" -> "nodelay"), at
  * most two typos away (one for a name of 4 letters or less); NULL when none is. */
 const char *st_var_suggest(const char *name, int by_env);
+/* The edit distance of a and b: insertions, deletions, substitutions and two neighbours
+ * swapped, each one (letters compared without case); 99 when either is over 31 bytes. */
+int st_edit_distance(const char *a, const char *b);
 
 /* Variables that are not policy but are read by the tools (the command's library path). */
 #define ST_ENV_LIBRARY "SOCKTUNE_LIBRARY"

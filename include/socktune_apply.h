@@ -71,8 +71,9 @@ int st_is_applied(const struct st_policy *p, const int *cur);
 
 /* The keys of a log line for what became of option i (" nodelay=1", " rcvbuf.want=N
  * rcvbuf.effective=M"; in a dry run effective is what would be, st_dry_buffer, and
- * rcvbuf.now=K what is there), " delack_max.want=5000us delack_max.effective=8000us", " x=app"; ""
- * for none), in the library's format: its hooks and the command's attach print the same. */
+ * rcvbuf.now=K what is there), " delack_max_us.want=5000 delack_max_us.effective=8000"; ""
+ * for none, and for ST_KEPT: the app's own value kept), in the library's format: its hooks
+ * and the command's attach print the same. */
 int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
                     const char *name, char *buf, size_t n);
 

@@ -23,6 +23,9 @@ int st_short_of(int i, long long want, long long got);
  * (cap_net_admin: 1 held, 0 not, -1 unknown; forced: SO_RCVBUFFORCE was asked for): with
  * CAP_NET_ADMIN held, add --rcvbuf-force; asked for and refused, grant CAP_NET_ADMIN. */
 void st_fix_limit(int i, long long want, int cap_net_admin, int forced, char *fix, size_t n);
+/* Its sysctl part alone ("sysctl -w net.core.rmem_max=N"): where SO_RCVBUFFORCE is no
+ * way past the limit (a sock_ops program's bpf_setsockopt takes SO_RCVBUF only). */
+void st_fix_sysctl(int i, long long want, char *fix, size_t n);
 
 /* A backlog cut by net.core.somaxconn. */
 void st_fix_somaxconn(long long want, char *fix, size_t n);
@@ -46,6 +49,22 @@ void st_fix_denied(int i, char *fix, size_t n);
  * kernel lacks it, or the process lacks the capability it needs), and the fix ("" if none). */
 int st_refusal_is_final(int i, int err);
 void st_fix_refused(int i, int err, char *fix, size_t n);
+
+/* The same for a socket of protocol (SO_PROTOCOL): an MPTCP socket refuses some options
+ * with the ENOPROTOOPT of a kernel that lacks them; the fix says the true cause. */
+#define ST_IPPROTO_MPTCP 262
+void st_fix_refused_on(int i, int err, int protocol, char *fix, size_t n);
+
+/* --backlog (SOCKTUNE_BACKLOG) replaced a listener's larger backlog with want. */
+void st_fix_backlog_lowered(long long want, char *fix, size_t n);
+
+/* A fix as the library logs it, in the two parts of a record (fix, note): the command that
+ * runs as printed (a sysctl -w or a modprobe, up to ", or ") into cmd ("" when the fix is
+ * prose alone: "grant CAP_NET_ADMIN"), and the prose; the logged text is the two joined by
+ * ", " (either alone when the other is ""). */
+const char *st_fix_split(const char *fix, char *cmd, size_t n);
+/* The same without a copy: the command's length (fix's first bytes), the prose in *note. */
+size_t st_fix_command(const char *fix, const char **note);
 
 /* SO_RCVBUFFORCE refused: SO_RCVBUF was used instead. */
 #define ST_FIX_FORCE "grant CAP_NET_ADMIN to use SO_RCVBUFFORCE"

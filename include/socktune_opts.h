@@ -27,6 +27,25 @@
 #define SO_MAX_PACING_RATE 47
 #endif
 
+/* What a cgroup sock_ops program (socktune --cgroup) does for an option (the kernel's ABI, in
+ * linux/bpf.h; named here so that the table needs no kernel header).  bpf_setsockopt knows
+ * the two timers by names of its own, since Linux 5.10 (before the socket options, 6.15). */
+#define ST_TCP_BPF_IW 1001
+#define ST_TCP_BPF_SNDCWND_CLAMP 1002
+#define ST_TCP_BPF_DELACK_MAX 1003
+#define ST_TCP_BPF_RTO_MIN 1004
+#define ST_SOCK_OPS_TIMEOUT_INIT 1
+#define ST_SOCK_OPS_RWND_INIT 2
+#define ST_BPF_OPTNAME(level, o) ((level) == IPPROTO_TCP && (o) == TCP_DELACK_MAX_US     \
+	                                  ? ST_TCP_BPF_DELACK_MAX                          \
+	                          : (level) == IPPROTO_TCP && (o) == TCP_RTO_MIN_US          \
+	                                  ? ST_TCP_BPF_RTO_MIN : (o))
+enum st_sockops_how {
+	ST_SOCKOPS_NONE,  /* the program cannot set it (refused under --cgroup) */
+	ST_SOCKOPS_SET,   /* bpf_setsockopt(bpf_level, bpf_optname) on an established connection */
+	ST_SOCKOPS_REPLY, /* the reply to callback bpf_optname (BPF_SOCK_OPS_TIMEOUT_INIT, ...) */
+};
+
 enum { ST_O_KEEPIDLE = ST_V_COUNT, ST_O_KEEPINTVL, ST_O_KEEPCNT, ST_O_COUNT };
 
 struct st_sockopt {
@@ -39,6 +58,9 @@ struct st_sockopt {
 	int level6, optname6;
 	int var;            /* the variable that gives its value */
 	const char *key;    /* the log key when it is not the option's ("keepalive.idle") */
+	/* in a cgroup sock_ops program (socktune --cgroup): how (enum st_sockops_how), and the
+	 * level and name bpf_setsockopt takes (on IPv6, label6's), or the callback answered */
+	int sockops, bpf_level, bpf_optname;
 };
 
 extern const struct st_sockopt st_sockopts[ST_O_COUNT];
@@ -46,6 +68,14 @@ extern const struct st_sockopt st_sockopts[ST_O_COUNT];
 static inline int st_is_sockopt(int i)
 {
 	return st_sockopts[i].label != NULL;
+}
+
+/* Whether variable i is an option only a cgroup sock_ops program sets (--initcwnd, ...):
+ * the preload and socktune check cannot, and say so naming socktune --cgroup. */
+static inline int st_cgroup_only(int i)
+{
+	return i >= 0 && i < ST_V_COUNT && !st_is_sockopt(i) &&
+	       st_sockopts[i].sockops != ST_SOCKOPS_NONE;
 }
 
 /* The option after i in the order of the table, each variable's parts (keepalive.idle ...)

@@ -64,9 +64,9 @@ struct st_stats_file {
 	struct st_stats_listener listener[ST_STATS_LISTENERS];
 };
 
-/* Print a stats file as a table, or as JSON.  Returns 0, or 1 with a message on stderr
- * (unreadable, not a stats file, another version). */
-int st_stats_print(const char *path, int json);
+/* Print a stats file as a table.  Returns 0; 3 when there is no such file; or 1
+ * (unreadable, not a stats file, another version); a message on stderr for both. */
+int st_stats_print(const char *path);
 
 
 #endif

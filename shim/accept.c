@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 #include <string.h>
 
 #include "socktune_stats.h"
@@ -19,11 +18,17 @@ static uint64_t adopt(int lfd, uint64_t e, int *copy)
 	/* One thread adopts; the others accepting on it meanwhile wait for that (a few
 	 * syscalls), a bounded number of times. */
 	*copy = 0;
-	if (ST_FD_KIND(e) != ST_FD_ADOPTING && st_fd_cas(lfd, &e, ST_FD_ADOPTING)) {
+	uint64_t claimed = ST_FD_ADOPTING | (e & APP_BITS); /* (what the app set stays its own) */
+	if (ST_FD_KIND(e) == ST_FD_ADOPTING)
+		return st_fd_settled(lfd, st_fd_get(lfd));
+	atomic_fetch_add(&st_fd_held, 1); /* (before the claim: a fork meanwhile sees it) */
+	if (st_fd_cas(lfd, &e, claimed)) {
+		errno = 0;
 		int listening = 0, tcp = st_is_tcp_socket(lfd), result;
+		int gone = !tcp && errno == EBADF; /* (this very look: a second one would race) */
 		if (tcp && st_get_int(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening) == 0 && listening) {
 			/* a copy of a tuned listener (dup(), fcntl(F_DUPFD)) is that listener */
-			if (st_share_listener(lfd, ST_FD_ADOPTING, st_socket_ino(lfd)))
+			if (st_share_listener(lfd, claimed, st_socket_ino(lfd)))
 				*copy = 1;
 			else
 				st_tune_listener(lfd, -1, ADOPT_AT_FIRST_ACCEPT, &result);
@@ -31,24 +36,25 @@ static uint64_t adopt(int lfd, uint64_t e, int *copy)
 		/* Still ours: not a TCP listener, or its tuning failed.  A TCP socket that is not
 		 * listening keeps its entry: an accept() that was blocked on a listener when it was
 		 * closed returns after its number went to a new socket(), which is tuned at its
-		 * own listen(). */
-		uint64_t adopting = ST_FD_ADOPTING;
-		st_fd_cas(lfd, &adopting, tcp && !listening ? e : ST_FD_IGNORED);
+		 * own listen().  A number that names nothing now (that listener closed, the
+		 * number free) is unknown still: what takes it next may be a socket made where no
+		 * hook sees it (fcntl(F_DUPFD), a raw syscall), classified at its listen(). */
+		st_fd_cas(lfd, &claimed, (tcp && !listening) || gone ? e : ST_FD_IGNORED);
+		atomic_fetch_sub(&st_fd_held, 1);
 		return st_fd_get(lfd);
 	}
-	for (int i = 0; i < 100000 && ST_FD_KIND(e = st_fd_get(lfd)) == ST_FD_ADOPTING; i++)
-		sched_yield();
-	return e;
+	atomic_fetch_sub(&st_fd_held, 1);
+	return st_fd_settled(lfd, st_fd_get(lfd));
 }
 
 /* (Its own frame: the line is only on the stack at debug.) */
 __attribute__((noinline)) static void log_inherit_check(int lfd, uint64_t percon)
 {
 	struct st_line keys = {.n = 0};
-	for (uint64_t m = percon; m; m &= m - 1)
-		st_line_add(&keys, "%s%s", keys.n ? "," : "", ST_KEY(__builtin_ctzll(m)));
-	st_log(ST_LOG_DEBUG, "event=inherit-check listener=%d per_connection=%s", lfd,
-	       keys.n ? keys.b : "none");
+	int k = 0;
+	for (uint64_t m = percon; m; m &= m - 1) /* a list: none is no item */
+		st_line_add(&keys, " per_connection.%d=%s", k++, ST_KEY(__builtin_ctzll(m)));
+	st_log(ST_LOG_DEBUG, "event=inherit-check listener_fd=%d%s", lfd, keys.b);
 }
 
 /* On the first connection accepted from a listener, check that the kernel copied each
@@ -83,7 +89,7 @@ static void check_inherit(struct st_listener *L, uint64_t lentry, int lfd, int c
 		if (got != L->eff[i]) {
 			percon |= 1ull << i;
 			st_log(ST_LOG_WARN,
-			       "event=inherit option=%s listener=%d listener.value=%d accepted.value=%d "
+			       "event=inherit option=%s listener_fd=%d listener_value=%d accepted_value=%d "
 			       "action=per-connection",
 			       ST_KEY(i), lfd, L->eff[i], got);
 		}
@@ -144,6 +150,12 @@ void st_accepted(int lfd, int cfd)
 	unsigned kind = ST_FD_KIND(e);
 	uint64_t ce = 0;
 
+	/* A TCP socket made through socket() (or inherited before it listened) whose number
+	 * accept() works on listens already: by a raw listen() or io_uring's IORING_OP_LISTEN,
+	 * where no hook saw it, or its listen() is being tuned on another thread right now (its
+	 * number swapped under a connection of the listener it named before: the entry is
+	 * claimed then, and adopt() waits for that), or not at all (the same swap, before its
+	 * listen(): adopt() leaves the entry as it is). */
 	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP || kind == ST_FD_ADOPTING;
 	if (adopted_now) {
 		if (st_none_of_ours(e))
@@ -180,7 +192,7 @@ void st_accepted(int lfd, int cfd)
 			if (st_set_int(&err, cfd, IPPROTO_TCP, TCP_QUICKACK, "TCP_QUICKACK", 1) == 0)
 				ce |= ST_FD_QUICKACK; /* refused (MPTCP says ENOPROTOOPT): no re-arm */
 		}
-		st_log(ST_LOG_DEBUG, "event=accept listener=%d fd=%d quickack=%d", lfd, cfd,
+		st_log(ST_LOG_DEBUG, "event=accept listener_fd=%d fd=%d quickack=%d", lfd, cfd,
 		       (ce & ST_FD_QUICKACK) ? 1 : 0);
 	}
 	st_replace_entry(cfd, ce);

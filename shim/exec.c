@@ -385,9 +385,11 @@ static void fd_name(int fd, char *out, size_t n)
 /* How many TCP listeners the new program inherits: descriptors without close-on-exec
  * that listen (a dup2() onto 3 for socket activation included).  One pass over
  * /proc/self/fd, made only when a line is written. */
-static void count_tcp_inherited(int fd, const struct stat *st, void *ctx)
+static void count_tcp_inherited(int fd, const struct stat *st, int listening, void *ctx)
 {
 	(void)st;
+	if (!listening)
+		return;
 	int proto = 0, fl = fcntl(fd, F_GETFD);
 	socklen_t l = sizeof proto;
 	if (fl >= 0 && !(fl & FD_CLOEXEC) &&
@@ -399,7 +401,7 @@ static void count_tcp_inherited(int fd, const struct stat *st, void *ctx)
 static int inherited_listeners(void)
 {
 	int count = 0;
-	return st_each_listener_fd(count_tcp_inherited, &count) == 0 ? count : -1;
+	return st_each_socket_fd(count_tcp_inherited, &count) == 0 ? count : -1;
 }
 
 void st_exec_check(const char *call, int dirfd, const char *file, int flags, int search,
@@ -492,12 +494,15 @@ void st_exec_check(const char *call, int dirfd, const char *file, int flags, int
 	                 : listeners == 0 ? "nothing: it inherits no listener"
 	                                  : "listener options on inherited sockets, if any";
 #define EXEC_LINE                                                                            \
-	"event=exec-untuned call=%s program=\"%s\" reason=%s detail=\"%s\" listeners=%d "   \
-	"kept=\"%s\" lost=\"per-connection work (quick-ack re-arm, SO_PRIORITY), new listeners\""
+	"event=exec-untuned call=%s program=\"%s\" reason=%s detail=\"%s\"%s kept=\"%s\" "     \
+	"lost=\"per-connection work (quick-ack re-arm, SO_PRIORITY), new listeners\""
+	char held[40] = ""; /* unknown: null, left out */
+	if (listeners >= 0)
+		snprintf(held, sizeof held, " inherited_listeners=%d", listeners);
 	if (st_in_vfork_child())
-		st_log_line_borrowed(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, listeners, kept);
+		st_log_line_borrowed(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, held, kept);
 	else
-		st_log_line(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, listeners, kept);
+		st_log_line(ST_LOG_WARN, EXEC_LINE, call, prog, reason, detail, held, kept);
 #undef EXEC_LINE
 out:
 	errno = saved;

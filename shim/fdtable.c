@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,6 +91,32 @@ int st_fd_fits(int fd)
 	return m && fd >= 0 && (unsigned)fd < m->size;
 }
 
+_Atomic int st_fd_held;
+
+void st_fd_forked(void)
+{
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	if (!m || !atomic_load(&st_fd_held))
+		return; /* (the common case: no walk) */
+	unsigned high = atomic_load_explicit(&m->high, memory_order_relaxed);
+	for (unsigned fd = 0; fd < high; fd++) {
+		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+		if (ST_FD_KIND(e) == ST_FD_CLOSING || ST_FD_KIND(e) == ST_FD_ADOPTING)
+			atomic_store_explicit(&m->ent[fd], ST_FD_UNKNOWN, memory_order_relaxed);
+	}
+	atomic_store(&st_fd_held, 0);
+}
+
+uint64_t st_fd_settled(int fd, uint64_t e)
+{
+	/* the other thread's part is a few syscalls: a bounded number of yields */
+	for (int i = 0; i < 100000 && (ST_FD_KIND(e) == ST_FD_ADOPTING || ST_FD_KIND(e) == ST_FD_CLOSING); i++) {
+		sched_yield();
+		e = st_fd_get(fd);
+	}
+	return e;
+}
+
 uint64_t st_fd_xchg(int fd, uint64_t v)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
@@ -101,7 +128,8 @@ uint64_t st_fd_xchg(int fd, uint64_t v)
 	return old;
 }
 
-int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), void *ctx)
+int st_each_socket_fd(void (*fn)(int fd, const struct stat *st, int listening, void *ctx),
+                      void *ctx)
 {
 	long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
@@ -109,7 +137,11 @@ int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), vo
 	char buf[512] __attribute__((aligned(8))); /* read as struct dirent64 */
 	long n;
 	int seen = 0;
-	while (seen < 65536 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		if (seen >= ST_SCAN_MAX) {
+			syscall(SYS_close, dir);
+			return 1; /* cut short: some descriptors were not looked at */
+		}
 		for (long o = 0; o < n; seen++) {
 			struct dirent64 *d = (struct dirent64 *)(buf + o);
 			o += d->d_reclen;
@@ -122,11 +154,11 @@ int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), vo
 			socklen_t len = sizeof on;
 			if (*c || c == d->d_name || fd == dir || fstat((int)fd, &st) != 0 ||
 			    !S_ISSOCK(st.st_mode) ||
-			    st_real.getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on)
+			    st_real.getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0)
 				continue;
-			fn((int)fd, &st, ctx);
+			fn((int)fd, &st, on, ctx);
 		}
 	}
 	syscall(SYS_close, dir);
-	return 0;
+	return n < 0 ? -1 : 0;
 }

@@ -113,9 +113,11 @@ ST_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 ST_EXPORT int close(int fd)
 {
-	if (st_live() && fd >= 0)
-		st_closing((unsigned)fd, (unsigned)fd); /* keeps errno */
-	return st_real.close(fd);
+	if (!st_live() || fd < 0 || !st_closing((unsigned)fd, (unsigned)fd)) /* keeps errno */
+		return st_real.close(fd);
+	int r = st_real.close(fd); /* a listener's */
+	st_closed((unsigned)fd, (unsigned)fd); /* keeps errno too */
+	return r;
 }
 
 ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -123,23 +125,30 @@ ST_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	/* Forget before closing, as close() does: once closed, another thread may get a number
 	 * back and mark it.  A call the kernel will refuse changes nothing; CLOSE_RANGE_CLOEXEC
 	 * (4) only marks the descriptors, they stay open. */
+	int closing = 0;
 	if (st_live() && first <= last && !(flags & ~(2 | 4)) && !(flags & 4)) {
 		int saved = errno;
-		st_closing(first, last);
+		closing = st_closing(first, last);
 		errno = saved;
 	}
-	return st_real.close_range(first, last, flags);
+	int r = st_real.close_range(first, last, flags);
+	if (closing)
+		st_closed(first, last); /* keeps errno */
+	return r;
 }
 
 /* glibc's closefrom() closes through an internal call the close_range() hook never sees. */
 ST_EXPORT void closefrom(int lowfd)
 {
+	int closing = 0;
 	if (st_live() && lowfd >= 0) {
 		int saved = errno;
-		st_closing((unsigned)lowfd, ~0u);
+		closing = st_closing((unsigned)lowfd, ~0u);
 		errno = saved;
 	}
 	st_real.closefrom(lowfd);
+	if (closing)
+		st_closed((unsigned)lowfd, ~0u);
 }
 
 /* dup2()/dup3() onto a descriptor replace what it named: the new number now names the old

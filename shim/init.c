@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "socktune_opts.h"
 #include "shim.h"
 
 
@@ -65,6 +66,13 @@ static void init_once(void)
 	if (getauxval(AT_SECURE))
 		return;
 	st_policy_from_env(&st_policy, environ, on_config_error, NULL);
+	/* what only a cgroup sock_ops program sets (the initial window, ...) the library
+	 * cannot: said once, as a value it ignores; the rest of the policy applies */
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (st_cgroup_only(i) && st_has(&st_policy, (enum st_var_id)i))
+			st_log_defer(st_vars[i].env, getenv(st_vars[i].env),
+			             "only a cgroup sock_ops program sets it: run the program under "
+			             "socktune --cgroup");
 	if (st_on(&st_policy, ST_V_DISABLE))
 		return;
 	st_log_init(&st_policy);

@@ -30,7 +30,9 @@ void st_duped(int oldfd, int newfd)
 		errno = saved;
 		return;
 	}
-	st_closing((unsigned)newfd, (unsigned)newfd);
+	/* (the real dup2() has replaced what newfd named already: nothing to wait for) */
+	if (st_closing((unsigned)newfd, (unsigned)newfd))
+		st_closed((unsigned)newfd, (unsigned)newfd);
 	/* newfd now names oldfd's socket: a listener's copy shares its record (found by the
 	 * socket's inode, so an entry that outlived its socket is not copied) */
 	if (ST_FD_KIND(e) != ST_FD_LISTENER)
@@ -40,7 +42,17 @@ void st_duped(int oldfd, int newfd)
 	errno = saved;
 }
 
-void st_closing(unsigned first, unsigned last)
+/* A listener's entry: until the real call closes it, its number still names the listener,
+ * and a connection another thread accepted from it just now must not find an unknown entry
+ * there (it would adopt the listener being closed, and say so, or tune it as it goes):
+ * closing, its record released, until st_closed. */
+static int mark_closing(_Atomic uint64_t *ent)
+{
+	st_release_record(atomic_exchange_explicit(ent, ST_FD_CLOSING, memory_order_acq_rel));
+	return 1;
+}
+
+int st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
@@ -49,29 +61,49 @@ void st_closing(unsigned first, unsigned last)
 	if (lfd >= 0 && (unsigned)lfd >= first && (unsigned)lfd <= last)
 		st_log_fd_closed(first, last);
 	if (first >= high)
-		return;
+		return 0;
+	int marked = 0;
 	if (first == last) { /* close(): the common case, one entry */
 		uint64_t e = atomic_load_explicit(&m->ent[first], memory_order_relaxed);
 		if (!e || ((ST_FD_KIND(e) == ST_FD_LISTENER || (e & ST_FD_QUICKACK)) && st_in_vfork_child()))
-			return;
-		if (st_record_of(e))
-			st_release_record(atomic_exchange_explicit(&m->ent[first], 0, memory_order_acq_rel));
-		else
+			return 0;
+		if (st_record_of(e)) {
+			atomic_fetch_add(&st_fd_held, 1); /* (before: a fork meanwhile sees it) */
+			marked = mark_closing(&m->ent[first]);
+		} else {
 			atomic_store_explicit(&m->ent[first], 0, memory_order_release);
-		return;
+		}
+	} else if (!in_vfork_child(first, last)) {
+		atomic_fetch_add(&st_fd_held, 1);
+		/* The entry first, then its record back to the pool: an accept() in flight on
+		 * another thread never reads a record already handed to a new listener.  An entry
+		 * with a record is taken by exchange, so that exactly one caller frees it; others
+		 * (a connection, a socket not listening) are simply cleared: their number is not
+		 * free before the real close, so nobody else writes them meanwhile. */
+		for (unsigned fd = first; fd < high && fd <= last; fd++) {
+			uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
+			if (st_record_of(e))
+				marked = mark_closing(&m->ent[fd]);
+			else if (e)
+				atomic_store_explicit(&m->ent[fd], 0, memory_order_release);
+		}
+		if (!marked)
+			atomic_fetch_sub(&st_fd_held, 1);
 	}
-	if (in_vfork_child(first, last))
-		return;
-	/* the entry first, then its record back to the pool: an accept() in flight on another
-	 * thread never reads a record already handed to a new listener.  An entry with a record
-	 * is taken by exchange, so that exactly one caller frees it; others (a connection, a
-	 * socket not listening) are simply cleared: their number is not free before the real
-	 * close, so nobody else writes them meanwhile. */
+	return marked;
+}
+
+/* After the real call: a number still closing is free now (one that a new socket took
+ * meanwhile has that socket's entry, and keeps it). */
+void st_closed(unsigned first, unsigned last)
+{
+	int saved = errno;
+	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
+	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
 	for (unsigned fd = first; fd < high && fd <= last; fd++) {
-		uint64_t e = atomic_load_explicit(&m->ent[fd], memory_order_relaxed);
-		if (st_record_of(e))
-			st_release_record(atomic_exchange_explicit(&m->ent[fd], 0, memory_order_acq_rel));
-		else if (e)
-			atomic_store_explicit(&m->ent[fd], 0, memory_order_release);
+		uint64_t e = ST_FD_CLOSING;
+		atomic_compare_exchange_strong(&m->ent[fd], &e, ST_FD_UNKNOWN);
 	}
+	atomic_fetch_sub(&st_fd_held, 1);
+	errno = saved;
 }

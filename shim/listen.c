@@ -32,6 +32,49 @@ static int tunes_listeners(void)
 }
 
 
+/* net.ipv4.tcp_fastopen lacks the server bit (its own frame: the listen hook's stays small). */
+__attribute__((noinline, cold)) static void warn_fastopen(long long tfo)
+{
+	char fix[96], keys[2 * 96 + 24], value[40] = "";
+	st_fix_fastopen(tfo, fix, sizeof fix);
+	st_fix_keys(fix, keys, sizeof keys);
+	if (tfo >= 0)
+		snprintf(value, sizeof value, " limit_value=%lld", tfo);
+	st_log(ST_LOG_WARN, "event=fastopen-disabled limit=net.ipv4.tcp_fastopen%s%s", value, keys);
+}
+
+/* net.core.somaxconn cut the backlog the policy wants. */
+__attribute__((noinline, cold)) static void warn_backlog_clamp(int fd, int want, long long effective,
+                                                             long long somaxconn, const char *dry,
+                                                             int warn)
+{
+	char fix[96], keys[2 * 96 + 24], value[40] = "";
+	st_fix_somaxconn(want, fix, sizeof fix);
+	st_fix_keys(fix, keys, sizeof keys);
+	if (somaxconn >= 0)
+		snprintf(value, sizeof value, " limit_value=%lld", somaxconn);
+	st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+	       "event=clamp option=backlog fd=%d want=%d effective=%lld limit=net.core.somaxconn%s%s%s",
+	       fd, want, effective, value, keys, dry);
+}
+
+/* SOCKTUNE_BACKLOG gave less than the program asked for (listen(fd, -1): somaxconn, said as
+ * somaxconn=N beside backlog.app=-1). */
+__attribute__((noinline, cold)) static void warn_backlog_lowered(int fd, const char *addr,
+                                                               int app_backlog, int want,
+                                                               long long somaxconn,
+                                                               const char *dry, int warn)
+{
+	char means[32] = "", lowered[64], keys[2 * 64 + 24];
+	if (app_backlog < 0 && somaxconn >= 0)
+		snprintf(means, sizeof means, " somaxconn=%lld", somaxconn);
+	st_fix_backlog_lowered(want, lowered, sizeof lowered);
+	st_fix_keys(lowered, keys, sizeof keys);
+	st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
+	       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d%s%s", fd, addr,
+	       app_backlog, means, want, keys, dry);
+}
+
 /* The backlog keys of a listen line, and the clamp warning when somaxconn cut the number. */
 static void add_backlog(struct st_line *head, int fd, const char *addr, int app_backlog, int want,
                         int effective, const char *dry, int warn)
@@ -47,26 +90,13 @@ static void add_backlog(struct st_line *head, int fd, const char *addr, int app_
 		            want, effective);
 	int clamped = want >= 0 && (*dry ? st_dry_backlog(want, somaxconn) < want
 	                                 : (effective >= 0 && effective < want));
-	char fix[96];
-	st_fix_somaxconn(want, fix, sizeof fix);
 	if (clamped)
-		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
-		       "event=clamp option=backlog fd=%d want=%d effective=%lld "
-		       "limit=net.core.somaxconn:%lld fix=\"%s\"%s",
-		       fd, want, *dry ? somaxconn : effective, somaxconn, fix, dry);
+		warn_backlog_clamp(fd, want, *dry ? somaxconn : effective, somaxconn, dry, warn);
 	/* SOCKTUNE_BACKLOG replaces: a server that asked for more (squid 5000, h2o 65535,
 	 * -1 = somaxconn) gets less, which the operator rarely meant. */
 	long long asked = app_backlog < 0 ? somaxconn : app_backlog;
-	if (st_has(&st_policy, ST_V_BACKLOG) && want >= 0 && asked > want) {
-		char means[64] = "";
-		if (app_backlog < 0)
-			snprintf(means, sizeof means, " backlog.app.means=net.core.somaxconn:%lld",
-			         somaxconn);
-		st_log(warn ? ST_LOG_WARN : ST_LOG_DEBUG,
-		       "event=backlog-lowered fd=%d addr=%s backlog.app=%d%s backlog.want=%d "
-		       "fix=\"use --backlog-min %d to only raise\"%s",
-		       fd, addr, app_backlog, means, want, want, dry);
-	}
+	if (st_has(&st_policy, ST_V_BACKLOG) && want >= 0 && asked > want)
+		warn_backlog_lowered(fd, addr, app_backlog, want, somaxconn, dry, warn);
 }
 
 
@@ -103,6 +133,12 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 			eff[i] = before[i];
 			if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_NAME))
 				st_line_add(&line, " %s=%s", ST_KEY(i), st_opt_name(&st_policy, i));
+			else if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER))
+				st_line_add(&line, " %s.effective=%d", ST_KEY(i), before[i]);
+			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_USEC)
+				st_line_add(&line, " %s_us.effective=%d", ST_KEY(i), before[i]);
+			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL)
+				st_line_add(&line, " %s=%d", ST_KEY(i), before[i] != 0);
 			else if (before[i] != ST_UNREAD)
 				st_line_add(&line, " %s=%d", ST_KEY(i), before[i]);
 		}
@@ -112,15 +148,11 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 		        eff);
 	}
 	st_line_before_bind(fd, family, &line); /* what bind() set: reuseport=1 */
-	/* (an unreadable sysctl counts as off: said, with limit=...:-1) */
+	/* (an unreadable sysctl counts as off: said, without limit_value) */
 	long long tfo = st_has(&st_policy, ST_V_FASTOPEN) && !tuned_before
 	                        ? st_sysctl_num("net.ipv4.tcp_fastopen", -1) : 2;
-	if (!st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1)) {
-		char fix[96];
-		st_fix_fastopen(tfo, fix, sizeof fix);
-		st_log(ST_LOG_WARN, "event=fastopen-disabled limit=net.ipv4.tcp_fastopen:%lld fix=\"%s\"",
-		       tfo, fix);
-	}
+	if (!st_fastopen_server_on(tfo) && !atomic_exchange(&fastopen_warned, 1))
+		warn_fastopen(tfo);
 
 	/* An adopted socket listens already: listen() again only to change its backlog. */
 	if (!app_call)
@@ -147,7 +179,7 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 			unchanged = 0;
 
 	/* A port the kernel picked (a startup probe, an admin or RPC socket on port 0) is marked
-	 * port=ephemeral: listen() on an unbound socket (st_local_addr() saw port 0 before it), or,
+	 * ephemeral=1: listen() on an unbound socket (st_local_addr() saw port 0 before it), or,
 	 * when SOCKTUNE_PORTS names none, a port in ip_local_port_range.  Still logged at info:
 	 * a server told to use port 0 (a test harness, a dynamic-port platform) looks like a probe
 	 * at listen(), and bind() is not asked (that would cost it a syscall). */
@@ -166,7 +198,7 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
 	st_log(tunes_listeners() && !unchanged ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s%s", head.b,
-	       line.b, unchanged ? " unchanged=1" : "", ephemeral ? " port=ephemeral" : "", dry);
+	       line.b, unchanged ? " unchanged=1" : "", ephemeral ? " ephemeral=1" : "", dry);
 
 	unsigned index;
 	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : st_listener_alloc(&index);
@@ -174,7 +206,7 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 		/* A dry run, a descriptor beyond the table, or the table is full: only the
 		 * per-connection work is skipped. */
 		if (!*dry && st_fd_fits(fd))
-			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d max=%d", fd, ST_MAX_LISTENERS);
+			st_log(ST_LOG_WARN, "event=listener-table-full fd=%d slots=%d", fd, ST_MAX_LISTENERS);
 		st_fd_cas(fd, &entry, ST_FD_IGNORED);
 		return TUNED;
 	}
@@ -231,7 +263,14 @@ static int relisten(int fd, int backlog, int saved)
 
 int st_listen(int fd, int backlog)
 {
-	uint64_t e = st_fd_get(fd);
+	/* Another thread may hold the number's entry for a moment: adopting at its accept() a
+	 * connection of the listener the number named before (it finds this socket not
+	 * listening and leaves the entry as it was), or closing that listener.  Waited for, so
+	 * that this listen() is not taken for a socket someone else tunes. */
+	uint64_t e;
+	int claims = 0;
+again:
+	e = st_fd_settled(fd, st_fd_get(fd));
 	unsigned kind = ST_FD_KIND(e);
 
 	int saved = errno;
@@ -241,9 +280,14 @@ int st_listen(int fd, int backlog)
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
+	/* A socket of unknown kind is always looked at here (one getsockopt: only TCP sockets
+	 * say IPPROTO_TCP), never assumed not ours: it may have come by a way no hook saw (made
+	 * by a signal handler while init ran, by io_uring, inherited while the scan was cut
+	 * short).  listen() is called once per listener, so this costs nothing that counts; a
+	 * server of UNIX sockets gets no table for it (st_none_of_ours). */
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
-	    kind == ST_FD_ADOPTING || st_none_of_ours(e) ||
-	    (kind != ST_FD_TCP && !st_is_tcp_socket(fd))) {
+	    kind == ST_FD_ADOPTING || kind == ST_FD_CLOSING ||
+	    (kind != ST_FD_TCP && !st_is_tcp_proto(fd))) {
 		if (kind == ST_FD_UNKNOWN && !st_none_of_ours(e))
 			st_fd_set(fd, ST_FD_IGNORED);
 		errno = saved;
@@ -273,31 +317,66 @@ int st_listen(int fd, int backlog)
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
-	int result;
+	/* Claimed while it is tuned (adopting, the app's own bits kept): an accept() on this
+	 * number meanwhile, which returns a connection of the listener the number named before,
+	 * waits for the tuning instead of adopting the socket halfway through it.  The entry
+	 * changed since it was read (closed, reused, another thread's): read again. */
+	uint64_t claimed = ST_FD_ADOPTING | (e & APP_BITS), expect = e;
+	atomic_fetch_add(&st_fd_held, 1); /* (before the claim: a fork meanwhile sees it) */
+	if (!st_fd_fits(fd)) {
+		claimed = e; /* (a number beyond the table: no entry to claim, none an accept reads) */
+	} else if (!st_fd_cas(fd, &expect, claimed)) {
+		if (++claims < 4) {
+			atomic_fetch_sub(&st_fd_held, 1);
+			errno = saved;
+			goto again;
+		}
+		/* still changing under us: tuned unclaimed rather than left untuned */
+		claimed = e = st_fd_get(fd);
+	}
+	int result, r;
 	switch (st_tune_listener(fd, backlog, listening ? RELISTEN_UNTRACKED : 0, &result)) {
 	case SKIPPED:
+		atomic_fetch_sub(&st_fd_held, 1);
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	case FAILED:
-		return result; /* with the real listen()'s errno */
+		saved = errno; /* the real listen()'s: the entry is as it was, the call's result too */
+		st_fd_cas(fd, &claimed, e);
+		r = result;
+		break;
 	default:
-		errno = saved;
-		return result;
+		r = result;
+		break;
 	}
+	atomic_fetch_sub(&st_fd_held, 1);
+	errno = saved;
+	return r;
 }
 
 /* Listeners inherited at exec (socket activation, a supervisor, an upgrade handing its
  * sockets on) are found at start, so that a server which accepts them only through
  * io_uring (no accept() hook ever runs) still gets the listener options.  One bounded pass
- * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets. */
+ * over /proc/self/fd: an fstat per descriptor, getsockopt only for sockets.
+ *
+ * A TCP socket inherited before it listens (a supervisor binds, the program it execs or
+ * spawns calls listen(): Python prefork servers start their workers so) gets an entry of a
+ * TCP socket, like one made through socket(): its listen() is tuned, and the table it
+ * makes tells listen() and accept() that this process has sockets of ours. */
 
-static void adopt_found(int fd, const struct stat *st, void *ctx)
+static void adopt_found(int fd, const struct stat *st, int listening, void *ctx)
 {
 	(void)ctx;
 	uint64_t e = ST_FD_UNKNOWN;
 	int result;
-	if (st_fd_get(fd) || !st_is_tcp_socket(fd) || !st_fd_fits(fd) ||
-	    !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
+	if (st_fd_get(fd))
+		return;
+	if (!listening) {
+		if (st_is_tcp_proto(fd) && st_tcp_state(fd) == TCP_CLOSE)
+			st_fd_cas(fd, &e, ST_FD_TCP);
+		return;
+	}
+	if (!st_is_tcp_socket(fd) || !st_fd_fits(fd) || !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
 	    st_share_listener(fd, ST_FD_ADOPTING, (unsigned long)st->st_ino))
 		return;
 	st_tune_listener(fd, -1, ADOPT_AT_START, &result);
@@ -316,8 +395,11 @@ void st_adopt_inherited(void)
 	 * parent app's values.  Such listeners are adopted at their first accept instead. */
 	if (st_app_wins())
 		return;
-	if (st_each_listener_fd(adopt_found, NULL) != 0)
-		return; /* no /proc: listeners are adopted at their first accept instead */
+	/* Without /proc, or past the pass's bound, some descriptors were not looked at: no fast
+	 * path then, listeners are adopted at their first accept and sockets classified at
+	 * their listen(). */
+	if (st_each_socket_fd(adopt_found, NULL) != 0)
+		return;
 	st_inherited_scanned = 1;
 }
 

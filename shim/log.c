@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "socktune_kernel.h"
 
 int st_log_level = ST_LOG_INFO;
 static const char *log_pattern; /* SOCKTUNE_LOG_FILE, or NULL for stderr; set once at init */
@@ -128,7 +129,7 @@ static void log_file_warn(long pid, int err, const char *action)
 	st_sanitize(err ? strerror(err) : "not a regular file, FIFO or character device", why,
 	            sizeof why);
 	int n = snprintf(line, sizeof line,
-	                 "socktune pid=%ld level=warn event=log-file var=SOCKTUNE_LOG_FILE "
+	                 "socktune pid=%ld level=warn event=log-file variable=SOCKTUNE_LOG_FILE "
 	                 "path=\"%s\" error=\"%s\"%s action=%s\n",
 	                 pid, shown, why,
 	                 err == ENXIO ? " detail=\"a FIFO without a reader, or a socket\"" : "", action);
@@ -320,14 +321,16 @@ static size_t utf8_len(const unsigned char *s)
 	return len;
 }
 
-void st_sanitize(const char *s, char *out, size_t n)
+/* st_sanitize's copy; keep: quotes and backslashes stay (st_quote escapes them). */
+static void sanitize(const char *s, char *out, size_t n, int keep)
 {
 	const unsigned char *in = (const unsigned char *)s;
 	size_t i = 0, o = 0;
 	while (in[i] && o + 1 < n) {
 		unsigned c = in[i];
 		if (c < 0x80) {
-			out[o++] = (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) ? '?' : (char)c;
+			out[o++] = ((!keep && (c == '"' || c == '\\')) || c < 0x20 || c == 0x7f) ? '?'
+			                                                                   : (char)c;
 			i++;
 			continue;
 		}
@@ -346,6 +349,65 @@ void st_sanitize(const char *s, char *out, size_t n)
 	}
 	if (n)
 		out[o] = '\0';
+}
+
+void st_sanitize(const char *s, char *out, size_t n)
+{
+	sanitize(s, out, n, 0);
+}
+
+void st_quote(const char *s, char *out, size_t n)
+{
+	st_quote_n(s, strlen(s), out, n);
+}
+
+void st_quote_n(const char *s, size_t len, char *out, size_t n)
+{
+	if (n < 3) {
+		if (n)
+			out[0] = '\0';
+		return;
+	}
+	/* sanitized in place at the end of out, then escaped forward into its start: a
+	 * value's worst case is twice its length, so the copy keeps at most (n - 3) / 2 bytes */
+	size_t half = (n - 3) / 2;
+	if (half > len)
+		half = len;
+	char *tmp = out + n - half - 1;
+	sanitize(s, tmp, half + 1, 1);
+	size_t o = 0;
+	out[o++] = '"';
+	for (const char *c = tmp; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			out[o++] = '\\';
+		out[o++] = *c;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
+/* " key=" and s quoted, at out + *o (n bytes in all); nothing when it does not fit */
+static void add_quoted(char *out, size_t n, size_t *o, const char *key, const char *s,
+                       size_t len)
+{
+	size_t k = strlen(key);
+	if (*o + k + 3 >= n)
+		return;
+	memcpy(out + *o, key, k);
+	st_quote_n(s, len, out + *o + k, n - *o - k);
+	*o += k + strlen(out + *o + k);
+}
+
+void st_fix_keys(const char *fix, char *out, size_t n)
+{
+	const char *note;
+	size_t len = st_fix_command(fix, &note), o = 0; /* (st_fix_split's cut, without a copy) */
+	if (n)
+		out[0] = '\0';
+	if (len)
+		add_quoted(out, n, &o, " fix.0=", fix, len);
+	if (*note)
+		add_quoted(out, n, &o, " note=", note, strlen(note));
 }
 
 void st_line_add(struct st_line *l, const char *fmt, ...)
@@ -466,7 +528,7 @@ void st_log_defer(const char *name, const char *value, const char *msg)
 	l->n = 0;
 	char why[160];
 	st_sanitize(msg, why, sizeof why);
-	st_line_add(l, "event=config var=%s value=\"%s\" error=\"%s\" action=ignored", var, shown,
+	st_line_add(l, "event=config variable=%s value=\"%s\" error=\"%s\" action=ignored", var, shown,
 	            why);
 }
 
@@ -478,6 +540,6 @@ void st_log_flush_deferred(void)
 		st_log(strstr(deferred[i].b, "unknown variable") ? ST_LOG_WARN : ST_LOG_ERROR, "%s",
 		       deferred[i].b);
 	if (n_dropped)
-		st_log(ST_LOG_ERROR, "event=config more=%d action=ignored (not listed: too many)",
+		st_log(ST_LOG_ERROR, "event=config not_listed=%d action=ignored",
 		       n_dropped);
 }

@@ -24,10 +24,10 @@ static void note_override(int fd, unsigned kind, int i, long long app, const cha
 	            : st_opt_is_flag(i) ? !app == !want : app == want;
 	if (agree) {
 		if (app_name)
-			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%s same=1",
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app_name=%s same=1",
 			       fd, kind_names[kind], ST_KEY(i), app_name);
 		else
-			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app=%lld same=1",
+			st_log(ST_LOG_DEBUG, "event=app-override fd=%d socket=%s option=%s app_value=%lld same=1",
 			       fd, kind_names[kind], ST_KEY(i), app);
 		return;
 	}
@@ -42,11 +42,11 @@ static void note_override(int fd, unsigned kind, int i, long long app, const cha
 	st_local_addr(fd, addr, sizeof addr, &port); /* once per kind and option: not per call */
 	if (app_name)
 		st_log(ST_LOG_INFO,
-		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%s kept=%s", fd, addr,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app_name=%s want_name=%s", fd, addr,
 		       kind_names[kind], ST_KEY(i), app_name, st_opt_name(&st_policy, i));
 	else
 		st_log(ST_LOG_INFO,
-		       "event=app-override fd=%d addr=%s socket=%s option=%s app=%lld kept=%d", fd, addr,
+		       "event=app-override fd=%d addr=%s socket=%s option=%s app_value=%lld want=%d", fd, addr,
 		       kind_names[kind], ST_KEY(i), app, want);
 }
 
@@ -73,7 +73,7 @@ int st_setsockopt(int fd, int level, int optname, const void *val, socklen_t len
 	unsigned kind = ST_FD_KIND(e);
 	int want;
 
-	if (kind < ST_FD_TCP || kind == ST_FD_ADOPTING || st_dry_run())
+	if (kind < ST_FD_TCP || kind == ST_FD_ADOPTING || kind == ST_FD_CLOSING || st_dry_run())
 		return st_real.setsockopt(fd, level, optname, val, len);
 	int i = st_opt_lookup(level, optname); /* (not for the sockets the policy does not govern) */
 	if (i < 0 || !st_opt_want(&st_policy, i, &want))

@@ -60,9 +60,18 @@ static void reclaim_records(void)
 	}
 }
 
+/* The records are taken in turn, not the lowest free one first: an accept() on another
+ * thread may still hold the entry of a listener closed just now, and its record, reused at
+ * once by the next listen() (a listener swapped under threads accepting), would be read by
+ * it while it is filled in (ThreadSanitizer in t_listener_swap) and judged by a connection
+ * of the old listener.  In turn, a record comes back only after every other one was taken. */
+static _Atomic unsigned record_turn;
+
 static struct st_listener *take_record(unsigned *index)
 {
-	for (unsigned i = 0; i < ST_MAX_LISTENERS; i++) {
+	unsigned first = atomic_fetch_add(&record_turn, 1);
+	for (unsigned k = 0; k < ST_MAX_LISTENERS; k++) {
+		unsigned i = (first + k) % ST_MAX_LISTENERS;
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&st_listeners[i].used, &expect, 1)) {
 			atomic_store(&st_listeners[i].refs, 1);
@@ -111,7 +120,7 @@ uint64_t st_share_listener(int fd, uint64_t expect, unsigned long ino)
 			st_release_record(v); /* closed while we looked: the caller gives up too */
 			return SHARE_LOST;
 		}
-		st_log(ST_LOG_DEBUG, "event=listener-copy fd=%d listener=%d", fd, L->fd);
+		st_log(ST_LOG_DEBUG, "event=listener-copy fd=%d listener_fd=%d", fd, L->fd);
 		return v;
 	}
 	return 0;

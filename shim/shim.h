@@ -58,6 +58,9 @@ enum st_kind {
 	ST_FD_CONN,        /* a connection accepted from a tuned listener */
 	ST_FD_CLIENT,      /* a tuned outgoing connection (SOCKTUNE_CLIENT) */
 	ST_FD_ADOPTING,    /* a listener being adopted by another thread right now */
+	ST_FD_CLOSING,     /* a listener being closed by another thread right now (close(),
+	                    * close_range(), closefrom(), dup2() onto it): until the real call
+	                    * returns the number still names it, and accept() adopts nothing */
 };
 #define ST_FD_KIND_MASK 0xfull
 #define ST_FD_QUICKACK 0x10ull  /* re-arm TCP_QUICKACK after every receive */
@@ -90,13 +93,26 @@ int st_fd_cas(int fd, uint64_t *expect, uint64_t v);
  * one way an entry that holds a listener record is removed, so exactly one caller gets the
  * record to free. */
 uint64_t st_fd_xchg(int fd, uint64_t v);
-/* fn(fd, its fstat, ctx) for each open descriptor that is a listening socket: one bounded
- * pass over /proc/self/fd (raw syscalls, a small buffer: it runs inside hooks).  -1 without
- * /proc. */
+/* fn(fd, its fstat, whether it listens (SO_ACCEPTCONN), ctx) for each open descriptor that
+ * is a socket: one pass over /proc/self/fd (raw syscalls, a small buffer: it runs inside
+ * hooks).  0 when every descriptor was looked at; 1 when the pass stopped after
+ * ST_SCAN_MAX entries (some were not); -1 without /proc. */
+#define ST_SCAN_MAX 65536
 struct stat;
-int st_each_listener_fd(void (*fn)(int fd, const struct stat *st, void *ctx), void *ctx);
+int st_each_socket_fd(void (*fn)(int fd, const struct stat *st, int listening, void *ctx),
+                      void *ctx);
 /* Whether fd has a place in the table (made on first use). */
 int st_fd_fits(int fd);
+/* Entries another thread holds for a moment (ST_FD_ADOPTING: an adoption at accept(), a
+ * listen() tuning; ST_FD_CLOSING: a listener's close), counted from before the entry is
+ * taken until it is let go.  A fork() child made meanwhile has no thread to let them go:
+ * st_fd_forked() (its atfork handler) makes them unknown again, so its copy of such a
+ * listener is adopted at its first accept instead of waited for at every one. */
+extern _Atomic int st_fd_held;
+void st_fd_forked(void);
+/* Wait a bounded time while fd's entry e is another thread's for a moment (ST_FD_ADOPTING,
+ * ST_FD_CLOSING); returns the entry then. */
+uint64_t st_fd_settled(int fd, uint64_t e);
 
 /* ---- listeners (apply.c) ---- */
 #define ST_MAX_LISTENERS 1024
@@ -128,8 +144,11 @@ extern _Atomic int st_fds_received;
 void st_received(struct msghdr *msg);
 /* After dup2()/dup3() made newfd a copy of oldfd. */
 void st_duped(int oldfd, int newfd);
-/* Before the real close() or close_range(); errno is kept. */
-void st_closing(unsigned first, unsigned last);
+/* Before the real close(), close_range() or closefrom(); errno is kept.  Nonzero when the
+ * entry of a listener in [first, last] reads ST_FD_CLOSING until the real call: then
+ * st_closed(first, last) after it, which makes those entries unknown. */
+int st_closing(unsigned first, unsigned last);
+void st_closed(unsigned first, unsigned last);
 
 static inline void st_after_receive(int fd, ssize_t r)
 {
@@ -183,6 +202,19 @@ void st_log_fd_closed(unsigned first, unsigned last);
  * are not UTF-8 (overlongs, surrogates included) replaced by '?', so that it stays inside
  * one logfmt value; a valid character is never cut.  in and out may be the same buffer. */
 void st_sanitize(const char *s, char *out, size_t n);
+
+/* s as one logfmt value into out (n bytes): quoted, its quotes and backslashes escaped
+ * (\" and \\), control characters and bytes that are not UTF-8 as '?'; a value that does
+ * not fit is cut (at most (n - 3) / 2 bytes of s are kept, never half a character). */
+void st_quote(const char *s, char *out, size_t n);
+/* The same for s's first len bytes. */
+void st_quote_n(const char *s, size_t len, char *out, size_t n);
+/* A fix as every output of socktune writes it (socktune(1), OUTPUT): its command, the part
+ * that runs as printed, as the list fix (" fix.0=\"sysctl -w ...\""), and its prose as note
+ * (" note=\"or add --rcvbuf-force ...\""); a fix that is prose alone is a note alone.  Into
+ * out (n bytes: 2 * ST_FIX_MAX + 24 holds any), "" for an empty fix. */
+#define ST_FIX_MAX 320
+void st_fix_keys(const char *fix, char *out, size_t n);
 
 /* A small line builder: logfmt key=value pairs appended to one buffer. */
 struct st_line {

@@ -92,7 +92,7 @@ int st_copy_addr(const struct sockaddr *sa, socklen_t len, struct sockaddr_stora
 		if (errno != EFAULT && !atomic_exchange(&warned, 1)) /* a seccomp filter, say */
 			st_log(ST_LOG_WARN,
 			       "event=address-unreadable error=\"process_vm_readv: %s\" "
-			       "action=bind/connect passed through untuned",
+			       "action=passed-through note=\"bind() and connect() go on untuned\"",
 			       strerror(errno));
 		return -1;
 	}
@@ -136,6 +136,14 @@ int st_is_tcp_proto(int fd)
 	int proto;
 	return st_get_int(fd, SOL_SOCKET, SO_PROTOCOL, &proto) == 0 &&
 	       (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP);
+}
+
+int st_tcp_state(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	return st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_state : -1;
 }
 
 unsigned long st_socket_ino(int fd)

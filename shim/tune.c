@@ -13,32 +13,62 @@
 static _Atomic int congestion_warned;
 static _Atomic uint64_t refused_for_good;
 
+/* A list of names (the congestion sysctls' blank-separated words) as an array: " key.0=reno
+ * key.1=cubic" into out. */
+static void add_words(char *out, size_t n, const char *key, const char *list)
+{
+	size_t o = strlen(out);
+	int k = 0;
+	for (const char *s = list; *s && o + 1 < n;) {
+		s += strspn(s, " ");
+		int len = (int)strcspn(s, " ");
+		if (len) {
+			int w = snprintf(out + o, n - o, " %s.%d=%.*s", key, k++, len, s);
+			o = w > 0 && (size_t)w < n - o ? o + (size_t)w : n - 1;
+		}
+		s += len;
+	}
+	out[o] = '\0';
+}
+
 __attribute__((noinline, cold)) static void warn_congestion(int fd, int err)
 {
 	if (atomic_exchange(&congestion_warned, 1))
 		return;
-	/* (the lists are logged; why is not: a small buffer, this runs on the app's stack) */
-	char avail[256] = "?", allowed[256] = "?", why[8], fix[320];
+	/* static, not on the stack (a hook may run on a small thread stack): this runs once per
+	 * process, after the exchange above (the lists are logged; why is not) */
+	static char avail[256], allowed[256], why[8], fix[ST_FIX_MAX], keys[640];
+	snprintf(avail, sizeof avail, "?");
+	snprintf(allowed, sizeof allowed, "?");
 	st_sysctl_str("net.ipv4.tcp_available_congestion_control", avail, sizeof avail);
 	st_sysctl_str("net.ipv4.tcp_allowed_congestion_control", allowed, sizeof allowed);
+	st_sanitize(avail, avail, sizeof avail);
+	st_sanitize(allowed, allowed, sizeof allowed);
 	const char *name = st_opt_name(&st_policy, ST_V_CONGESTION);
 	const char *reason = st_why_congestion(name, avail, allowed, st_congestion_module(name), why,
 	                                       sizeof why, fix, sizeof fix);
+	add_words(keys, sizeof keys, "available", avail);
+	add_words(keys, sizeof keys, "allowed", allowed);
+	size_t o = strlen(keys);
+	st_fix_keys(fix, keys + o, sizeof keys - o);
 	st_log(ST_LOG_WARN,
-	       "event=setsockopt option=congestion fd=%d want=%s error=\"setsockopt TCP_CONGESTION: "
-	       "%s\" reason=%s available=\"%s\" allowed=\"%s\" fix=\"%s\"",
-	       fd, name, strerror(err), reason, avail, allowed, fix);
+	       "event=setsockopt option=congestion fd=%d want_name=%s error=\"setsockopt "
+	       "TCP_CONGESTION: %s\" reason=%s%s",
+	       fd, name, strerror(err), reason, keys);
 }
 
 __attribute__((noinline, cold)) static void warn_clamp(int fd, int i, int want, long long eff, const char *dry)
 {
 	const struct st_sockopt *o = &st_sockopts[i];
 	long long max = st_sysctl_num(o->limit, -1);
-	char fix[200];
+	char fix[200], keys[2 * 200 + 24], value[40] = "";
 	st_fix_limit(i, want, st_cap_effective(ST_CAP_NET_ADMIN),
 	             i == ST_V_RCVBUF && st_on(&st_policy, ST_V_RCVBUF_FORCE), fix, sizeof fix);
-	st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%lld limit=%s:%lld fix=\"%s\"%s",
-	       ST_KEY(i), fd, want, eff, o->limit, max, fix, dry);
+	st_fix_keys(fix, keys, sizeof keys);
+	if (max >= 0) /* unreadable: null, left out */
+		snprintf(value, sizeof value, " limit_value=%lld", max);
+	st_log(ST_LOG_WARN, "event=clamp option=%s fd=%d want=%d effective=%lld limit=%s%s%s%s",
+	       ST_KEY(i), fd, want, eff, o->limit, value, keys, dry);
 }
 
 /* A refusal: said with its fix; one the kernel will repeat for every socket is said once and
@@ -47,49 +77,54 @@ __attribute__((noinline, cold)) static void warn_refused(int fd, int family, int
 {
 	int level, optname;
 	const char *label;
-	char fix[160], want[40];
+	char fix[160], keys[2 * 160 + 24], want[ST_NAME_MAX + 16];
 	st_sockopt_for(i, family, &level, &optname, &label);
 	if (i == ST_V_CONGESTION) {
 		warn_congestion(fd, o->err);
 		return;
 	}
-	int final = st_refusal_is_final(i, o->err);
+	/* An MPTCP socket refuses some of TCP's options with the ENOPROTOOPT of a kernel that
+	 * lacks them: said for that socket, and the option stays on for the TCP ones. */
+	int proto = 0;
+	if (o->err == ENOPROTOOPT || o->err == EOPNOTSUPP)
+		st_get_int(fd, SOL_SOCKET, SO_PROTOCOL, &proto);
+	int final = st_refusal_is_final(i, o->err) && proto != ST_IPPROTO_MPTCP;
 	if (final && (atomic_fetch_or(&refused_for_good, 1ull << i) >> i & 1))
 		return;
-	st_fix_refused(i, o->err, fix, sizeof fix);
+	st_fix_refused_on(i, o->err, proto, fix, sizeof fix);
+	st_fix_keys(fix, keys, sizeof keys);
+	/* a name option's value is a name (want_name, as check writes it), any other a number */
 	if (st_sockopts[i].flags & ST_O_NAME)
-		snprintf(want, sizeof want, "%s", st_opt_name(&st_policy, i));
+		snprintf(want, sizeof want, "want_name=%s", st_opt_name(&st_policy, i));
 	else if (st_sockopts[i].flags & ST_O_UNSIGNED)
-		snprintf(want, sizeof want, "%u", (unsigned)o->want);
+		snprintf(want, sizeof want, "want=%u", (unsigned)o->want);
 	else
-		snprintf(want, sizeof want, "%d", o->want);
+		snprintf(want, sizeof want, "want=%d", o->want);
 	if (final)
 		st_log(ST_LOG_WARN,
-		       "event=setsockopt option=%s want=%s error=\"setsockopt %s: %s\" fix=\"%s\" "
-		       "action=disabled",
-		       ST_KEY(i), want, label, strerror(o->err), fix);
+		       "event=setsockopt option=%s %s error=\"setsockopt %s: %s\"%s action=disabled",
+		       ST_KEY(i), want, label, strerror(o->err), keys);
 	else
 		st_log(ST_LOG_WARN,
-		       "event=setsockopt option=%s fd=%d want=%s error=\"setsockopt %s: %s\"%s%s%s "
+		       "event=setsockopt option=%s fd=%d %s error=\"setsockopt %s: %s\"%s "
 		       "action=skipped",
-		       ST_KEY(i), fd, want, label, strerror(o->err), *fix ? " fix=\"" : "", fix,
-		       *fix ? "\"" : "");
+		       ST_KEY(i), fd, want, label, strerror(o->err), keys);
 }
 
 /* The keys of one option for the log line, and its clamp warning (in a dry run, the
  * kernel's cut predicted from the sysctl). */
 static void explain(int fd, int family, int i, const struct st_outcome *o, const char *name,
-                    struct st_line *line)
+                    struct st_line *line, int *kept)
 {
 	const struct st_sockopt *so = &st_sockopts[i];
 	const char *dry = o->state == ST_READ ? " dry_run=1" : "";
 	if (o->force_err)
 		st_log(ST_LOG_WARN,
 		       "event=force-fallback option=rcvbuf fd=%d error=\"setsockopt SO_RCVBUFFORCE: %s\" "
-		       "action=SO_RCVBUF fix=\"%s\"",
+		       "action=SO_RCVBUF note=\"%s\"",
 		       fd, strerror(o->force_err), ST_FIX_FORCE);
-	if (o->state == ST_KEPT) {
-		st_line_add(line, " %s=app", ST_KEY(i));
+	if (o->state == ST_KEPT) { /* the program's own value, kept: a name in the list app_kept */
+		st_line_add(line, " app_kept.%d=%s", (*kept)++, ST_KEY(i));
 		return;
 	}
 	if (o->state == ST_FAILED) {
@@ -128,6 +163,7 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 	uint64_t mine = (app & APP_BITS) >> ST_FD_APP_SHIFT; /* what the app set itself */
 	if (st_app_wins())
 		rq.keep = mine;
+	int kept = 0; /* app_kept's items so far */
 	/* one option at a time (not an array of outcomes: this runs on the app's stack) */
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		struct st_outcome o;
@@ -141,7 +177,7 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 			st_note_override_before(fd, family, kind, i);
 		if (!st_apply_one(&st_ops, fd, &rq, i, &o, name))
 			continue;
-		explain(fd, family, i, &o, name, line);
+		explain(fd, family, i, &o, name, line, &kept);
 		if ((o.state == ST_SET || o.state == ST_READ) && o.got != ST_UNREAD)
 			eff[i] = (st_sockopts[i].flags & ST_O_NAME) ? 1 : o.got;
 	}

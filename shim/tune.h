@@ -73,10 +73,13 @@ static inline void st_replace_entry(int fd, uint64_t v)
 /* Whether fd, whose entry is e, is a TCP socket still (else the entry is dropped). */
 int st_still_tcp(int fd, uint64_t e);
 
-/* The scan of inherited descriptors at start ran (listen.c).  Then, while there is no
- * descriptor table, the process has made no TCP socket through socket() and inherited no
- * TCP listener: a descriptor of unknown kind is none of ours, and a server of UNIX sockets
- * pays nothing for it (no getsockopt, no table); unless descriptors were received. */
+/* The scan of inherited descriptors at start looked at every descriptor (listen.c).  Then,
+ * while there is no descriptor table, the process has made no TCP socket through socket(),
+ * inherited no TCP socket (listening or not) and listened on none (listen() classifies a
+ * socket of unknown kind, and a TCP one gets an entry, which makes the table): accept() on a
+ * descriptor of unknown kind is none of ours, and a server of UNIX sockets pays nothing
+ * per accept (no getsockopt, no table); unless descriptors were received.  What this cannot
+ * see: a listener made and listened by raw system calls (or io_uring) alone. */
 extern int st_inherited_scanned;
 static inline int st_none_of_ours(uint64_t e)
 {
@@ -111,6 +114,8 @@ int st_in_scope(int domain, int type, int protocol);
 int st_is_tcp_socket(int fd);
 /* One getsockopt: SO_PROTOCOL is TCP (or MPTCP). */
 int st_is_tcp_proto(int fd);
+/* Its TCP state (TCP_CLOSE, TCP_LISTEN, ...) from TCP_INFO; -1 when it has none. */
+int st_tcp_state(int fd);
 unsigned long st_socket_ino(int fd);
 #define ST_ADDR_MAX (INET6_ADDRSTRLEN + 10)
 

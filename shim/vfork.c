@@ -16,6 +16,7 @@ static pid_t st_pid;
 static void forked_child(void)
 {
 	st_pid = getpid();
+	st_fd_forked();
 }
 
 void st_pid_init(void)

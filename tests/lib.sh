@@ -31,10 +31,20 @@ check() {
 	if [ "$@" ]; then pass "$name"; else fail "$name" "$what"; fi
 }
 
-# free_port: a free TCP port on 127.0.0.1 (the kernel picks it; a race with another test is
-# unlikely).
+# free_port: a TCP port free on both 127.0.0.1 and ::1 (the kernel picks it on 127.0.0.1; one
+# that is taken on ::1, by a listener or a connection's local end, is passed over: a test that
+# serves one port over both families failed in CI on a port free for IPv4 only).
 free_port() {
-	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+	$PY -c 'import socket
+for _ in range(50):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    try:
+        t = socket.socket(socket.AF_INET6); t.bind(("::1", port)); t.close()
+    except OSError as e:
+        if e.errno != 98: break
+        s.close(); continue
+    break
+print(port)'
 }
 
 # ---- waits: every one bounded, its timeout an argument ----
@@ -90,9 +100,33 @@ wait_gone() {
 	busywait $((${2:-5} * 1000)) gone "$1"
 }
 
-# field LINE KEY: the value of key=value in a logfmt line.
+# field LINE KEY: the value of key=value in a logfmt line, a quoted one unquoted (its \" and
+# \\ escapes undone); a list's items are keys of their own (fix.0, fix.1).
 field() {
-	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+	printf '%s\n' "$1" | awk -v k="$2" '{
+		s = $0
+		while (s != "") {
+			sub(/^ +/, "", s)
+			if (!match(s, /^[A-Za-z0-9_.]+=/)) { sub(/^[^ ]* ?/, "", s); continue }
+			key = substr(s, 1, RLENGTH - 1)
+			s = substr(s, RLENGTH + 1)
+			v = ""
+			if (substr(s, 1, 1) == "\"") {
+				s = substr(s, 2)
+				while (s != "" && substr(s, 1, 1) != "\"") {
+					if (substr(s, 1, 1) == "\\") s = substr(s, 2)
+					v = v substr(s, 1, 1)
+					s = substr(s, 2)
+				}
+				s = substr(s, 2)
+			} else {
+				match(s, /^[^ ]*/)
+				v = substr(s, 1, RLENGTH)
+				s = substr(s, RLENGTH + 1)
+			}
+			if (key == k) { print v; exit }
+		}
+	}'
 }
 
 # json_get FILE|- PATH [LINE]: the value at the dotted PATH (a number indexes a list:
@@ -278,4 +312,45 @@ opt_serve() {
 		_oi=$((_oi + 1))
 	done
 	wait_server
+}
+
+# ---- socktune doctor's JSON report ----
+
+# kinds FILE: the findings' kinds of doctor's JSON in FILE, one per line ("" when none)
+kinds() {
+	$PY -c 'import json, sys
+for f in json.load(open(sys.argv[1]))["findings"]: print(f["kind"])' "$1" 2>/dev/null
+}
+# finding FILE KIND KEY: the KEY of the first finding of KIND (fix: its fixes, one per line;
+# evidence.NAME: one value of its evidence; note)
+finding() {
+	$PY -c 'import json, sys
+for f in json.load(open(sys.argv[1]))["findings"]:
+    if f["kind"] == sys.argv[2]:
+        v = f
+        for k in sys.argv[3].split("."): v = v[k]
+        print("\n".join(map(str, v)) if isinstance(v, list) else v); break' "$1" "$2" "$3" 2>/dev/null
+}
+# schema_problems FILE: the keys of the JSON document in FILE that `socktune --schema` lacks
+# (a group's members as GROUP.MEMBER, listed there as .MEMBER) or whose value has another
+# JSON type (null fits any), one line each (tests/py/schema_check.py); nothing when it fits
+schema_problems() {
+	"$CLI" --schema >"$TMP/schema.txt" || { echo "socktune --schema failed"; return; }
+	$PY "$ROOT/tests/py/schema_check.py" "$TMP/schema.txt" "$1" | grep -v '^ok$'
+}
+# held_burst WRAP NAME PID PORT SECONDS: through WRAP (words: "ip netns exec NS"), one
+# connection to PORT held for 8 s (a server serving it accepts no other), then doctor --json
+# on PID for SECONDS (into $TMP/NAME.json) while 300 connects come at once
+held_burst() {
+	_hw=$1 _hn=$2 _hp=$3 _hport=$4 _hs=$5
+	# shellcheck disable=SC2086 # the wrapper's words
+	$_hw $PY -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); time.sleep(8)' "$_hport" &
+	sleep 0.3
+	"$CLI" doctor --seconds "$_hs" --json "$_hp" >"$TMP/$_hn.json" 2>"$TMP/$_hn.derr" &
+	_hd=$!
+	sleep 0.3
+	# shellcheck disable=SC2086
+	$_hw "$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$_hport" >"$TMP/$_hn.client" 2>&1
+	wait "$_hd"
 }

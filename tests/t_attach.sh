@@ -21,28 +21,7 @@ fi
 sendq() { ss -Hltn "sport = :$1" | awk '{ print $3; exit }'; }
 
 # a connection opened before the attach, kept open across it: 10 GETs before, 10 after
-$PY - "$p" "$TMP/early.go" "$TMP/early.out" <<'EOF' &
-import socket, sys, time, os
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-def get():
-    t = time.monotonic()
-    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        buf += s.recv(65536)
-    head, body = buf.split(b"\r\n\r\n", 1)
-    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
-    while len(body) < n:
-        body += s.recv(65536)
-    return time.monotonic() - t
-before = sum(get() > 0.020 for _ in range(10))
-open(sys.argv[3], "w").write("before=%d\n" % before)
-for _ in range(200):                      # wait (at most 10 s) for the attach
-    if os.path.exists(sys.argv[2]): break
-    time.sleep(0.05)
-after = sum(get() > 0.020 for _ in range(10))
-open(sys.argv[3], "a").write("after=%d\n" % after)
-EOF
+$PY "$ROOT/tests/py/kaget.py" "$p" "$TMP/early.go" "$TMP/early.out" &
 early=$!
 busywait 10000 file_has "$TMP/early.out" '^before='
 
@@ -52,7 +31,7 @@ rc=$?
 : >"$TMP/early.go"
 check attach_status "status $rc: $(cat "$TMP/attach.out" "$TMP/attach.err")" "$rc" = 0
 check attach_backlog_live "Send-Q $(sendq "$p"), want 4096" "$(sendq "$p")" = 4096
-line=$(grep "^socktune event=attach pid=$http " "$TMP/attach.out")
+line=$(grep "^socktune pid=$http level=info event=attach " "$TMP/attach.out")
 check attach_line "line: $line" "$(field "$line" nodelay)" = 1 -a \
 	"$(field "$line" backlog.before)" = 5 -a "$(field "$line" backlog.effective)" = 4096
 wait $early
@@ -61,7 +40,7 @@ check attach_connection_before "$(cat "$TMP/early.out")" "$(sed -n 's/^before=//
 check attach_connection_fixed "established connection after --connections: $(cat "$TMP/early.out")" \
 	"$(sed -n 's/^after=//p' "$TMP/early.out")" -le 1
 check attach_connection_line "no attach-connection line: $(cat "$TMP/attach.out")" \
-	-n "$(grep "event=attach-connection pid=$http .*nodelay=1" "$TMP/attach.out")"
+	-n "$(grep "pid=$http level=info event=attach-connection .*nodelay=1" "$TMP/attach.out")"
 
 # a new keep-alive connection after the attach: it inherits TCP_NODELAY from the listener
 res=$("$BIN/kaclient" http -n 30 -T 10 127.0.0.1 "$p")
@@ -77,8 +56,8 @@ start_server pre -- "$BIN/mtserver" -4 -P 2 -t 1 -T 30 &&
 rc=$?
 check attach_port_status "status $rc: $(cat "$TMP/pre.attach")" "$rc" = 0
 check attach_port_tuned_once "$(cat "$TMP/pre.attach")" \
-	"$(count_lines "$TMP/pre.attach" '^socktune event=attach ')" = 1 -a \
-	"$(count_lines "$TMP/pre.attach" '^socktune event=attach-shared ')" = 1
+	"$(count_lines "$TMP/pre.attach" '^socktune pid=[0-9]* level=info event=attach ')" = 1 -a \
+	"$(count_lines "$TMP/pre.attach" '^socktune pid=[0-9]* level=info event=attach-shared ')" = 1
 check attach_port_rcvbuf "$(cat "$TMP/pre.attach")" \
 	-n "$(grep 'event=attach .*rcvbuf.want=262144 rcvbuf.effective=524288' "$TMP/pre.attach")"
 kill "$SRV_PID" 2>/dev/null
@@ -102,6 +81,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	check attach_not_permitted "status $rc: $(cat "$TMP/root.err")" "$rc" = 3 -a \
 		-n "$(grep 'not permitted\|Permission denied' "$TMP/root.err" | grep CAP_SYS_PTRACE)"
 	kill $root 2>/dev/null
+	# the same by its port: the listener is there, its holder is not readable: said, status 3
+	# (before: no line at all, status 3)
+	start_server rootport -- $PY -c 'import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(20)'
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --nodelay ":$SRV_PORT" \
+		>/dev/null 2>"$TMP/rootport.err"
+	rc=$?
+	check attach_port_not_permitted "status $rc: $(cat "$TMP/rootport.err")" "$rc" = 3 -a \
+		-n "$(grep "^socktune: attach :$SRV_PORT: 1 of 1 TCP listeners on port $SRV_PORT held by no process this user may see, not tuned: .*CAP_SYS_PTRACE" "$TMP/rootport.err")" -a \
+		"$(sendq "$SRV_PORT")" = 5
+	kill "$SRV_PID" 2>/dev/null
 	# a target of the same unprivileged user: reached when dumpable, refused when not (a
 	# process that changed its uid is not dumpable until it says so: prctl both ways)
 	for dumpable in 1 0; do
@@ -117,7 +106,7 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5); time.sleep(20)' $dum
 		kill $nd 2>/dev/null
 		if [ $dumpable = 1 ]; then
 			check attach_same_user "status $rc: $(cat "$TMP/nd1.out" "$TMP/nd1.err")" "$rc" = 0 -a \
-				-n "$(grep "event=attach pid=$nd .*nodelay=1" "$TMP/nd1.out")"
+				-n "$(grep "pid=$nd level=info event=attach .*nodelay=1" "$TMP/nd1.out")"
 		else
 			check attach_not_dumpable "status $rc: $(cat "$TMP/nd0.err")" "$rc" = 3 -a \
 				-n "$(grep 'not permitted\|Permission denied' "$TMP/nd0.err" | grep dumpable)"
@@ -147,7 +136,7 @@ busywait 5000 file_has "$TMP/follow.out" "addr=127.0.0.1:$p1 "
 : >"$TMP/open2"
 busywait 5000 file_has "$TMP/follow.out" "addr=127.0.0.1:$p2 "
 check attach_follow_new_listener "$(cat "$TMP/follow.out" "$TMP/follow.err")" \
-	-n "$(grep "event=attach pid=$srv .*addr=127.0.0.1:$p2 .*backlog.effective=4096" "$TMP/follow.out")" \
+	-n "$(grep "pid=$srv level=info event=attach .*addr=127.0.0.1:$p2 .*backlog.effective=4096" "$TMP/follow.out")" \
 	-a "$(sendq "$p2")" = 4096
 wait $srv 2>/dev/null
 busywait 5000 file_has "$TMP/follow.err" "attach $srv: exited"
@@ -228,7 +217,7 @@ $PY -c 'import socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",int(sys.a
 dry=$!
 wait_listen "$p" 5
 "$CLI" attach --dry-run --nodelay --backlog 4096 "$dry" >"$TMP/dry.out" 2>&1
-l=$(grep '^socktune event=attach ' "$TMP/dry.out")
+l=$(grep '^socktune pid=[0-9]* level=info event=attach ' "$TMP/dry.out")
 # effective: what the backlog would be (the library's dry run says the same); before: what it is
 would=4096
 [ "$(cat /proc/sys/net/core/somaxconn)" -lt 4096 ] && would=$(cat /proc/sys/net/core/somaxconn)

@@ -159,7 +159,7 @@ somax = int(sys.argv[2])
 rmem = [int(x) for x in sys.argv[3].split()]
 o = {x["option"]: x for x in d["options"]}
 ok = (d["host"]["net.core.somaxconn"] == somax and d["host"]["net.ipv4.tcp_rmem"] == rmem
-      and o["backlog"]["status"] == "clamped" and o["backlog"]["effective"] == somax
+      and o["backlog"]["verdict"] == "clamped" and o["backlog"]["effective"] == somax
       and o["backlog"]["in_full"] is False and o["rcvbuf"]["effective"] == 131072
       and o["rcvbuf"]["kernel_reports_double"] is True and d["not_in_full"] == 1
       and isinstance(d["host"]["net.ipv4.tcp_available_congestion_control"], list))
@@ -167,6 +167,22 @@ print("ok" if ok else "mismatch: %r" % d)
 PY
 )
 check json_values "$res" "$res" = ok
+# One document, every key in socktune --schema with its type (fix: commands, note: prose).
+"$CMD" --schema >"$TMP/schema"
+"$CMD" check --json --backlog "$want" --rcvbuf 64K --nodelay --congestion reno --keepalive 30:: \
+	--route 127.0.0.1 >"$TMP/json" 2>"$TMP/err"
+res=$($PY "$ROOT/tests/py/schema_check.py" "$TMP/schema" "$TMP/json" 2>&1)
+check json_schema "$res" "$res" = ok
+res=$($PY -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+o = {x["option"]: x for x in d["options"]}
+b = o["backlog"]
+ok = (isinstance(b["fix"], list) and all(f.startswith("sysctl -w ") for f in b["fix"])
+      and o["nodelay"]["want"] == 1 and o["congestion"]["want_name"] == "reno"
+      and d["routes"][0]["family"] == 4 and isinstance(d["host"]["tcp_delack_max_supported"],
+                                                        (bool, type(None))))
+print("ok" if ok else "mismatch: %r" % d["options"])' "$TMP/json" 2>&1)
+check json_typed "$res" "$res" = ok
 # Escaping: quotes, backslashes, control characters and bytes that are not UTF-8.
 odd=$(printf '%s/a"b\\c\td\001e\377f' "$TMP")
 "$CMD" check --json --log-file "$odd" >"$TMP/json" 2>"$TMP/err"

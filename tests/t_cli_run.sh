@@ -72,6 +72,22 @@ cp "$CMD" "$TMP/lonely/socktune"
 rc=$?
 check library_not_found "status $rc, $(cat "$TMP/err")" $rc -eq 2 -a ! -e "$TMP/marker" -a \
 	"$(grep -c 'libsocktune.so not found' "$TMP/err")" -eq 1
+# --print-library: the path the program then sees first in LD_PRELOAD, from each place
+got=$("$CMD" --print-library 2>"$TMP/err")
+check print_library "printed '$got' ($(cat "$TMP/err")), the program got '$(preload)'" \
+	-f "$got" -a "$got" = "$(preload)" -a "$got" = "$REAL_LIB"
+got=$(SOCKTUNE_LIBRARY=$TMP/alt/libsocktune.so "$CMD" --print-library 2>&1)
+check print_library_from_env "printed '$got'" "$got" = "$TMP/alt/libsocktune.so"
+got=$("$TMP/inst/bin/socktune" --print-library 2>&1)
+want=$("$TMP/inst/bin/socktune" -- "$PROBE" env LD_PRELOAD 2>/dev/null | sed 's/^LD_PRELOAD=//')
+check print_library_installed "printed '$got', the program got '$want'" \
+	"$got" = "$want" -a "$got" = "$TMP/inst/lib/libsocktune.so"
+got=$("$TMP/lonely/socktune" --print-library 2>"$TMP/err")
+rc=$?
+check print_library_not_found "status $rc, printed '$got', $(cat "$TMP/err")" $rc -eq 2 -a -z "$got" -a \
+	"$(grep -c 'libsocktune.so not found' "$TMP/err")" -eq 1
+"$CMD" check --print-library >/dev/null 2>"$TMP/err"
+check print_library_run_only "status $?: $(cat "$TMP/err")" $? -eq 2
 if [ -x "$B/socktune-static" ]; then
 	got=$("$B/socktune-static" --nodelay -- "$PROBE" env LD_PRELOAD SOCKTUNE_NODELAY 2>/dev/null | tr '\n' ' ')
 	check static_command "got '$got'" "$got" = "LD_PRELOAD=$REAL_LIB SOCKTUNE_NODELAY=1 "

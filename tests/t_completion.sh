@@ -46,10 +46,10 @@ complete_words "$CLI" check -- >"$TMP/offers"
 check completion.no-negations-unasked "'check --' offers: $(grep -c -- '^--no-' "$TMP/offers") --no- flags" \
 	-z "$(grep -- '^--no-' "$TMP/offers")" -a -n "$(grep -x -- --json "$TMP/offers")"
 
-# ---- every option of --help is offered somewhere ----
+# ---- every option of each subcommand's --help is offered somewhere ----
 for s in $("$CLI" --list-options); do "$CLI" --list-options "$s"; done | cut -f1 | cut -d' ' -f1 |
 	sort -u >"$TMP/all"
-missing=$("$CLI" --help | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | sort -u |
+missing=$(for s in "" check attach detach doctor stats watch; do "$CLI" $s --help; done | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | sort -u |
 	while read -r o; do grep -qx -- "$o" "$TMP/all" || echo "$o"; done | tr '\n' ' ')
 check completion.every-help-option "not offered: $missing" -z "$missing"
 

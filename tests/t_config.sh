@@ -53,7 +53,7 @@ for c in "SOCKTUNE_PORTS=9-3" "SOCKTUNE_PORTS=0" "SOCKTUNE_PORTS=65536" "SOCKTUN
 	run $n 4 LD_PRELOAD="$LIB" "$c" SOCKTUNE_BACKLOG_MIN=50 -- -n 1 || continue
 	e=$(grep 'level=error' "$TMP/$n.err")
 	check $n "$c: want one error line naming it, and BACKLOG_MIN applied: $(cat "$TMP/$n.err")" \
-		"$(count_lines "$TMP/$n.err" level=error)" -eq 1 -a "$(echo "$e" | grep -c "var=$var ")" -eq 1 \
+		"$(count_lines "$TMP/$n.err" level=error)" -eq 1 -a "$(echo "$e" | grep -c "variable=$var ")" -eq 1 \
 		-a "$(echo "$e" | grep -c "value=\"$val\"")" -eq 1 -a "$(ts_val $n CONN backlog)" = 50
 done
 

@@ -3,7 +3,11 @@
 # on the listener, copied by the kernel to accepted sockets, so a two-write client no longer
 # waits ~40 ms per request for the server's delayed ACK, with no syscall per receive or per
 # connection.  Read back on the listener (the log, with the jiffy rounding) and on accepted
-# and outgoing sockets; counts of requests over 20 ms, not times.
+# and outgoing sockets; counts of requests over 30 ms, not times: the stall it cures is the
+# delayed-ACK timer's floor, 40 ms (36 at the earliest, a jiffy of rounding), the cure caps it
+# at 8 ms (2 jiffies at HZ=250; 12 ms seen at the median), and 30 ms leaves 18 ms for a loaded
+# machine's scheduling (with 20 ms, 18 of 50 cured requests were over on a loaded CI machine,
+# p99 34 ms).
 . "$(dirname "$0")/lib.sh"
 
 # what this kernel keeps for 5000 us (HZ=250: 8000), or why it has none
@@ -24,7 +28,7 @@ kept=$probe
 
 N=50
 # split NAME FAMILY [VAR=value...]: N two-write requests on one keep-alive connection; sets
-# OVER (requests over 20 ms) and RES.
+# OVER (requests over 30 ms) and RES.
 split() {
 	_n=$1 _fam=$2
 	shift 2
@@ -33,7 +37,7 @@ split() {
 		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	fi
-	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 "$(host_of "$_fam")" "$SRV_PORT")
+	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -t 30 -T 15 "$(host_of "$_fam")" "$SRV_PORT")
 	wait_server
 	OVER=$(kc_val "$RES" over)
 	[ "$(kc_val "$RES" done)" = $N ] || { fail "$_n" "client did not finish: $RES"; return 1; }
@@ -48,12 +52,12 @@ for fam in 4 6; do
 	if [ "$before" -lt 40 ]; then
 		skip delack_stall_v$fam "only $before of $N requests stalled here without it: nothing to cure"
 	else
-		check delack_cures_v$fam "with --delack-max 5ms $OVER of $N requests still over 20 ms ($RES)" \
-			"$OVER" -le 5
+		check delack_cures_v$fam "with --delack-max 5ms $OVER of $N requests still over 30 ms ($RES)" \
+			"$OVER" -le 10
 	fi
 	l=$(log_line cured_v$fam listen)
 	check delack_logged_v$fam "listen line: $l" \
-		"$(field "$l" delack_max.want)" = 5000us -a "$(field "$l" delack_max.effective)" = "${kept}us"
+		"$(field "$l" delack_max_us.want)" = 5000 -a "$(field "$l" delack_max_us.effective)" = "$kept"
 
 	# read back on the accepted sockets: the kernel copied both from the listener
 	(
@@ -110,7 +114,7 @@ check delack_bare_number "status $rc: $(cat "$TMP/bare.err")" "$rc" = 2 -a \
 if ! $PY -c 'import socket; socket.socket().setsockopt(6, 46, 1500)' 2>/dev/null; then
 	SOCKTUNE_DELACK_MAX=1500 SOCKTUNE_NODELAY=1 opt_serve small 4 1
 	check delack_below_jiffies "stderr: $(cat "$TMP/small.err")" \
-		-n "$(grep 'event=setsockopt option=delack_max .*Invalid argument.*fix="the kernel takes 2 jiffies' "$TMP/small.err")" \
+		-n "$(grep 'event=setsockopt option=delack_max .*Invalid argument.* note="the kernel takes 2 jiffies' "$TMP/small.err")" \
 		-a "$(json_get "$TMP/small.out" nodelay 2)" = 1
 else
 	skip delack_below_jiffies "this kernel takes 1500 us (HZ=1000)"

@@ -4,7 +4,8 @@
 #    SOCKTUNE_ name in shim/, common/, cli/ and include/*.h, such as SOCKTUNE_LIBRARY) has no entry in
 #    docs/libsocktune.7 or no row in the README's variable table;
 #  - the docs (README.md, docs/*, examples/) name a SOCKTUNE_ variable the code does not read;
-#  - an --option printed by `socktune --help` is missing from docs/socktune.1;
+#  - an --option printed by `socktune --help` or a subcommand's --help is missing from
+#    docs/socktune.1;
 #  - a man page does not render cleanly (groff -ww).
 # The checks first run once against copies with a known drift put in, so a check that
 # silently stopped matching anything is itself a failure.
@@ -17,7 +18,7 @@ code_vars() {
 	# X(RCVBUF, "RCVBUF", ...) -> SOCKTUNE_RCVBUF
 	sed -n 's/^[[:space:]]*X([A-Z0-9_]*, "\([A-Z0-9_]*\)".*/SOCKTUNE_\1/p' include/socktune.h
 	# every other name in the code (header guards are not variables)
-	cat shim/*.c common/*.c cli/*.c include/*.h | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | grep -v '_H$'
+	cat shim/*.c common/*.c cli/*.c cli/*/*.c include/*.h | grep -o 'SOCKTUNE_[A-Z][A-Z0-9_]*' | grep -v '_H$'
 }
 code_vars | sort -u >"$TMP/code"
 n_table=$(grep -c '^[[:space:]]*X([A-Z0-9_]*, "' include/socktune.h)
@@ -49,13 +50,21 @@ unknown_names() {
 	done
 }
 
-# options_missing MAN1: --options of `socktune --help` that MAN1 does not list as an item
+# all_help: every subcommand's --help, the wrapper's first
+all_help() {
+	for _s in "" check attach detach doctor stats watch; do
+		# shellcheck disable=SC2086 # none or one word
+		"$CLI" $_s --help
+	done
+}
+
+# options_missing MAN1: --options of any --help that MAN1 does not list as an item
 # (the tag line after .TP; a mention in passing does not count).
 options_missing() {
 	# the tags, with \- as - and font escapes gone
 	awk 'prev == ".TP" { print } { prev = $0 }' "$1" |
 		sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' >"$TMP/man1.txt"
-	"$CLI" --help | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | sort -u | while read -r o; do
+	all_help | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | sort -u | while read -r o; do
 		grep -q -- "$o\([^a-z0-9-]\|$\)" "$TMP/man1.txt" || echo "$o"
 	done
 }
@@ -97,7 +106,7 @@ check docs-name-only-real-variables "names the code does not read:$bad" -z "$bad
 
 if [ -x "$CLI" ]; then
 	m=$(options_missing docs/socktune.1 | tr '\n' ' ')
-	check man1-every-option "options of socktune --help missing from docs/socktune.1: $m" -z "$m"
+	check man1-every-option "options of the --help texts missing from docs/socktune.1: $m" -z "$m"
 else
 	fail man1-every-option "$CLI not built"
 fi

@@ -17,16 +17,25 @@ somaxconn=$(cat /proc/sys/net/core/somaxconn)
 want_bl=$((somaxconn < 4096 ? somaxconn : 4096))
 
 # http_start NAME FAMILY [VAR=value...]: the unmodified server; sets HS_PID and HS_PORT.
+# A port free_port found may be taken before the server binds it (another process on the
+# machine, a test beside this one): then another, up to 3 tries.
 http_start() {
-	_n=$1 _fam=$2
+	_n=$1 _fam=$2 _try=1
 	shift 2
-	HS_PORT=$(free_port)
-	start_server -l "$HS_PORT" "$_n" "$@" -- "$PY" -m http.server -p HTTP/1.1 -b "$(host_of "$_fam")" \
-		-d "$DOC" "$HS_PORT"
-	_r=$?
-	HS_PID=$SRV_PID
+	while :; do
+		HS_PORT=$(free_port)
+		start_server -l "$HS_PORT" "$_n" "$@" -- "$PY" -m http.server -p HTTP/1.1 \
+			-b "$(host_of "$_fam")" -d "$DOC" "$HS_PORT"
+		_r=$?
+		HS_PID=$SRV_PID
+		[ $_r != 0 ] && [ $_try -lt 3 ] && grep -q 'Address already in use' "$TMP/$_n.err" ||
+			break
+		kill "$HS_PID" 2>/dev/null
+		wait "$HS_PID" 2>/dev/null
+		_try=$((_try + 1))
+	done
 	if [ $_r != 0 ]; then
-		fail "$_n" "http.server did not listen on $HS_PORT: $(head -c 300 "$TMP/$_n.err")"
+		fail "$_n" "http.server did not listen on $HS_PORT: $(tail -c 300 "$TMP/$_n.err")"
 		kill "$HS_PID" 2>/dev/null
 		return 1
 	fi

@@ -11,6 +11,9 @@
 #     checked with `socktune check`.
 # A command followed in its README by a comment line "# socktune: MESSAGE" is an example of a
 # refusal: it must exit 2 and print MESSAGE.  `socktune stats FILE` needs a live file: skipped.
+# examples/prometheus/*.yml are Prometheus's files (t_watch_prometheus checks them).
+# `socktune watch ...` would bind its port and write its textfile: its options are parsed,
+# in order, up to a `--help` put after them (a bad one exits 2), and nothing is started.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$CLI" ] || { fail examples "$CLI not built"; exit 0; }
@@ -115,6 +118,7 @@ run_record() {
 	"env "*) set -- check ;;
 	"run check"* | "run --help"* | "run --version"*) set -- $args ;;
 	"run stats"*) set +f; skip "$name" "socktune stats needs a live stats file: $args"; return ;;
+	"run watch"*) set -- $args --help ;;
 	*)
 		set -- $args
 		n=0
@@ -156,7 +160,8 @@ run_record() {
 printf '```sh\nsocktune --backlog 0 -- ./server\n```\n' >"$TMP/bad1.md"
 printf '[Service]\nEnvironment=SOCKTUNE_NODELAY=maybe\n' >"$TMP/bad2.conf"
 printf 'env:\n  - name: SOCKTUNE_BACKLOG\n    value: "lots"\n' >"$TMP/bad3.yaml"
-for b in "bad1.md md" "bad2.conf ini" "bad3.yaml yaml"; do
+printf '[Service]\nExecStart=/usr/bin/socktune watch --listen 127.0.0.1:9464 --every 0\n' >"$TMP/bad4.service"
+for b in "bad1.md md" "bad2.conf ini" "bad3.yaml yaml" "bad4.service ini"; do
 	set -- $b
 	out=$(extract "$TMP/$1" "$2" | while IFS=$US read -r kind expect env args; do
 		run_record "selftest" "$kind" "$expect" "$env" "$args"
@@ -174,6 +179,8 @@ for d in examples/*/; do
 	[ -f "$d/README.md" ] || { fail "readme-$base" "$d has no README.md"; continue; }
 	for f in "$d"/*; do
 		case "$f" in
+		# Prometheus's own files name no socktune command: t_watch_prometheus checks them
+		examples/prometheus/*.yml) continue ;;
 		*.md) lang=md ;;
 		*/Dockerfile*) lang=dockerfile ;;
 		*.conf | *.service | *.socket) lang=ini ;;

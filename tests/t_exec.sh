@@ -31,14 +31,14 @@ probe strip strip execve "$TMP/progs/worker" 1
 l=$(line strip)
 check env_stripped_warned "$(warnings strip) warnings, worker untuned $(untuned strip): $(cat "$TMP/strip.err")" \
 	"$(warnings strip)" -eq 1 -a "$(untuned strip)" -eq 1 -a \
-	"$(field "$l" reason)" = env-stripped -a "$(field "$l" program)" = "\"$TMP/progs/worker\""
+	"$(field "$l" reason)" = env-stripped -a "$(field "$l" program)" = "$TMP/progs/worker"
 check env_stripped_line_says_what_holds "$l" \
-	-n "$(echo "$l" | grep 'listeners=0 kept="nothing: it inherits no listener" lost="per-connection work')"
+	-n "$(echo "$l" | grep ' inherited_listeners=0 kept="nothing: it inherits no listener" lost="per-connection work')"
 # a worker that inherits the listener (fd without close-on-exec) keeps its options
 probe inherit strip execve "$TMP/progs/worker" 1 EXECPROBE_INHERIT=1
 l=$(line inherit)
 check env_stripped_inherited_listener "$l" \
-	-n "$(echo "$l" | grep 'listeners=1 kept="listener options on inherited sockets" lost=')"
+	-n "$(echo "$l" | grep ' inherited_listeners=1 kept="listener options on inherited sockets" lost=')"
 
 # (c) the same exec with our environment: tuned, silent
 probe keep keep execve "$TMP/progs/worker" 1
@@ -74,7 +74,7 @@ for v in $VARIANTS; do
 	want=$v
 	[ "$v" = vfork ] && want=execve
 	[ "$(warnings "s-$v")" -eq 1 ] && [ "$(field "$l" call)" = "$want" ] &&
-		[ "$(field "$l" program)" = "\"$TMP/progs/$v\"" ] && [ "$(untuned "s-$v")" -eq 2 ] ||
+		[ "$(field "$l" program)" = "$TMP/progs/$v" ] && [ "$(untuned "s-$v")" -eq 2 ] ||
 		bad="$bad $v($(warnings "s-$v"): $l $(grep -v exec-untuned "$TMP/s-$v.err"))"
 	probe "k-$v" keep "$v" "$TMP/progs/$v" 1
 	[ "$(warnings "k-$v")" -eq 0 ] && [ "$(tuned "k-$v")" -eq 1 ] ||

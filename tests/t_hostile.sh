@@ -67,7 +67,7 @@ run() {
 		"$rc" = 0 -a "$(grep -c '^CONN' "$TMP/$n.out")" = 1
 	missing="" twice=""
 	for id in $badvars; do
-		c=$(grep -c "level=error event=config var=SOCKTUNE_$id value=" "$TMP/$n.err")
+		c=$(grep -c "level=error event=config variable=SOCKTUNE_$id value=" "$TMP/$n.err")
 		[ "$c" = 0 ] && missing="$missing $id"
 		[ "$c" -gt 1 ] && twice="$twice $id"
 	done
@@ -101,7 +101,7 @@ for case in nodir symlink dir; do
 	if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$path" -- -n 1 -t 10; then
 		"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
 		wait_server
-		w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$path\"" "$TMP/$n.err")
+		w=$(grep -c "level=warn event=log-file variable=SOCKTUNE_LOG_FILE path=\"$path\"" "$TMP/$n.err")
 		check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 		check ${n}_falls_back "no listen line on stderr: $(cat "$TMP/$n.err")" \
 			"$(grep -c 'event=listen ' "$TMP/$n.err")" = 1

@@ -118,8 +118,9 @@ if [ $((rmem_max * 2)) -le 1073741824 ]; then
 			"$eff" = $((rmem_max * 2)) -a "$(field "$cl" effective)" = "$eff" \
 			-a "$(field "$line" rcvbuf.effective)" = "$eff" -a "$(field "$cl" want)" = "$want" \
 			-a "$(field "$cl" level)" = warn -a "$(field "$cl" option)" = rcvbuf \
-			-a "$(field "$cl" limit)" = "net.core.rmem_max:$rmem_max"
-		check ${n}_fix "clamp line names no remedy: $cl" -n "$(echo "$cl" | grep "fix=\"sysctl -w net.core.rmem_max=$want")"
+			-a "$(field "$cl" limit)" = net.core.rmem_max \
+			-a "$(field "$cl" limit_value)" = "$rmem_max"
+		check ${n}_fix "clamp line names no remedy: $cl" "$(field "$cl" fix.0)" = "sysctl -w net.core.rmem_max=$want"
 		check ${n}_once "clamp lines: $(count_lines "$TMP/$n.err" event=clamp)" \
 			"$(count_lines "$TMP/$n.err" event=clamp)" -eq 1
 	done
@@ -134,7 +135,8 @@ if [ $((wmem_max * 2)) -le 1073741824 ]; then
 		eff=$(ts_val $n CONN sndbuf)
 		check $n "sndbuf $want with wmem_max=$wmem_max: accepted $eff, clamp line: $cl" \
 			"$eff" = $((wmem_max * 2)) -a "$(field "$cl" effective)" = "$eff" \
-			-a "$(field "$cl" option)" = sndbuf -a "$(field "$cl" limit)" = "net.core.wmem_max:$wmem_max"
+			-a "$(field "$cl" option)" = sndbuf -a "$(field "$cl" limit)" = net.core.wmem_max \
+			-a "$(field "$cl" limit_value)" = "$wmem_max"
 	fi
 else
 	skip clamp_sndbuf "net.core.wmem_max=$wmem_max: twice it is beyond SOCKTUNE_SNDBUF's range"
@@ -147,7 +149,8 @@ for fam in 4 6; do
 	eff=$(ts_val $n CONN backlog)
 	check $n "backlog $want with somaxconn=$somaxconn: TCP_INFO $eff, clamp line: $cl" \
 		"$eff" = "$somaxconn" -a "$(field "$cl" effective)" = "$eff" -a "$(field "$cl" want)" = "$want" \
-		-a "$(field "$cl" option)" = backlog -a "$(field "$cl" limit)" = "net.core.somaxconn:$somaxconn" \
+		-a "$(field "$cl" option)" = backlog -a "$(field "$cl" limit)" = net.core.somaxconn \
+		-a "$(field "$cl" limit_value)" = "$somaxconn" \
 		-a "$(field "$cl" level)" = warn
 done
 # no clamp line when nothing was clamped
@@ -194,7 +197,8 @@ if [ "$(id -u)" = 0 ] && setup_ns NS 2>/dev/null; then
 		cl=$(log_line $n clamp)
 		check $n "somaxconn=$ns_max in the namespace: TCP_INFO $(ts_val $n CONN backlog), clamp: $cl" \
 			"$ns_max" = 64 -a "$(ts_val $n CONN backlog)" = 64 -a "$(field "$cl" effective)" = 64 \
-			-a "$(field "$cl" limit)" = "net.core.somaxconn:64" -a "$(field "$cl" want)" = 1000
+			-a "$(field "$cl" limit)" = net.core.somaxconn -a "$(field "$cl" limit_value)" = 64 \
+			-a "$(field "$cl" want)" = 1000
 	done
 	cleanup_ns "$NS"
 else

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A listener on a port the kernel picked (a startup probe, an admin socket on port 0) is
-# marked port=ephemeral on its listen line; a listen() on an unbound socket logs the port
+# marked ephemeral=1 on its listen line; a listen() on an unbound socket logs the port
 # listen() gave it (it logged :0); a server's own port outside ip_local_port_range is not
 # marked.  IPv4 and IPv6.
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +18,7 @@ s = socket.socket(socket.$af); s.listen(1); print('PORT', s.getsockname()[1]); s
 	port=$(port_of "$TMP/unbound$fam.out")
 	line=$(grep 'event=listen ' "$TMP/unbound$fam.err")
 	check unbound_v$fam.port "listen line $line, port $port" -n "$port" -a \
-		-n "$(printf '%s' "$line" | grep "addr=[^ ]*:$port .*port=ephemeral")"
+		-n "$(printf '%s' "$line" | grep "addr=[^ ]*:$port .*ephemeral=1")"
 	# bind(port 0): in ip_local_port_range, marked
 	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 $PY -c "
 import socket
@@ -27,7 +27,7 @@ s = socket.socket(socket.$af); s.bind(('$host', 0)); s.listen(1); print('PORT', 
 	port=$(port_of "$TMP/zero$fam.out")
 	line=$(grep 'event=listen ' "$TMP/zero$fam.err")
 	if [ "${port:-0}" -ge "$lo" ] && [ "$port" -le "$hi" ]; then
-		check zero_v$fam.marked "listen line: $line" -n "$(printf '%s' "$line" | grep "level=info .*:$port .*port=ephemeral")"
+		check zero_v$fam.marked "listen line: $line" -n "$(printf '%s' "$line" | grep "level=info .*:$port .*ephemeral=1")"
 	else
 		skip zero_v$fam.marked "port $port outside $lo-$hi"
 	fi

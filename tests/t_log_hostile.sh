@@ -24,7 +24,7 @@ for fam in 4 6; do
 		wait_server
 		check ${n}_served "connection lines: $(grep -c '^CONN' "$TMP/$n.out")" \
 			"$(grep -c '^CONN' "$TMP/$n.out")" = 1
-		w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$TMP/$n.fifo\" .*action=stderr" "$TMP/$n.err")
+		w=$(grep -c "level=warn event=log-file variable=SOCKTUNE_LOG_FILE path=\"$TMP/$n.fifo\" .*action=stderr" "$TMP/$n.err")
 		check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 		check ${n}_falls_back "no listen line on stderr: $(cat "$TMP/$n.err")" \
 			"$(grep -c 'event=listen ' "$TMP/$n.err")" = 1
@@ -176,7 +176,7 @@ busywait 5000 test -S "$TMP/$n.sock"
 if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG_FILE="$TMP/$n.sock" -- -n 1 -t 10; then
 	"$BIN/kaclient" burst -n 1 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
 	wait_server
-	w=$(grep -c "level=warn event=log-file var=SOCKTUNE_LOG_FILE path=\"$TMP/$n.sock\"" "$TMP/$n.err")
+	w=$(grep -c "level=warn event=log-file variable=SOCKTUNE_LOG_FILE path=\"$TMP/$n.sock\"" "$TMP/$n.err")
 	check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 else
 	fail ${n}_one_warning "tserver did not start: $(cat "$TMP/$n.err")"
@@ -202,7 +202,7 @@ if ts_start $n LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug SOCKTUNE_
 	-- -n 3 -t 10; then
 	"$BIN/kaclient" burst -n 3 -T 5 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
 	wait_server
-	w=$(grep -c 'level=warn event=log-file var=SOCKTUNE_LOG_FILE path="/dev/full" error="No space left on device"' "$TMP/$n.err")
+	w=$(grep -c 'level=warn event=log-file variable=SOCKTUNE_LOG_FILE path="/dev/full" error="No space left on device"' "$TMP/$n.err")
 	check ${n}_one_warning "$w warnings; stderr: $(cat "$TMP/$n.err")" "$w" = 1
 	check ${n}_nothing_else "stderr lines: $(wc -l <"$TMP/$n.err")" "$(wc -l <"$TMP/$n.err")" = 1
 	check ${n}_served "connection lines: $(grep -c '^CONN' "$TMP/$n.out")" \
@@ -226,11 +226,11 @@ except UnicodeDecodeError as e:
     print(e)' <"$TMP/$n.err")
 	check ${n}_lines_utf8 "stderr is not UTF-8: $bad; $(od -c "$TMP/$n.err" | head -n 20)" -z "$bad"
 	check ${n}_escaped "no value=\"x??\" line: $(cat "$TMP/$n.err")" \
-		"$(grep -c 'var=SOCKTUNE_NODELAY value="x??"' "$TMP/$n.err")" = 1
+		"$(grep -c 'variable=SOCKTUNE_NODELAY value="x??"' "$TMP/$n.err")" = 1
 	check ${n}_overlong_surrogate "no value=\"?????\" line: $(cat "$TMP/$n.err")" \
-		"$(grep -c 'var=SOCKTUNE_CONGESTION value="?????"' "$TMP/$n.err")" = 1
+		"$(grep -c 'variable=SOCKTUNE_CONGESTION value="?????"' "$TMP/$n.err")" = 1
 	check ${n}_valid_kept "no value=\"café\" line: $(cat "$TMP/$n.err")" \
-		"$(grep -c "var=SOCKTUNE_TOS value=\"$(printf 'caf\303\251')\"" "$TMP/$n.err")" = 1
+		"$(grep -c "variable=SOCKTUNE_TOS value=\"$(printf 'caf\303\251')\"" "$TMP/$n.err")" = 1
 else
 	fail ${n}_lines_utf8 "tserver did not start: $(cat "$TMP/$n.err")"
 fi

@@ -19,7 +19,7 @@ for fam in 4 6; do
 		export SOCKTUNE_NODELAY=1 SOCKTUNE_LOG=debug
 		opt_serve $n $fam 1 --app-nodelay-on
 	)
-	c=$(count_lines "$TMP/$n.err" 'level=debug event=app-override .*option=nodelay app=1 same=1')
+	c=$(count_lines "$TMP/$n.err" 'level=debug event=app-override .*option=nodelay app_value=1 same=1')
 	check $n "$c debug app-override lines, want >= 1" "$c" -ge 1
 
 	# the app sets SO_RCVBUF 8192, the policy 64K: the line names fd and address, once per
@@ -36,7 +36,7 @@ for fam in 4 6; do
 	for kind in listener accepted; do
 		line=$(grep "event=app-override .*socket=$kind " "$TMP/$n.err")
 		check $n.$kind.names-socket "line: $line" -n "$(printf '%s' "$line" |
-			grep "fd=[0-9][0-9]* addr=$host:[0-9][0-9]* " | grep 'option=rcvbuf app=8192 kept=65536')"
+			grep "fd=[0-9][0-9]* addr=$host:[0-9][0-9]* " | grep 'option=rcvbuf app_value=8192 want=65536')"
 	done
 	lport=$(grep 'event=listen ' "$TMP/$n.err" | sed -n 's/.* addr=[^ ]*:\([0-9]*\) .*/\1/p')
 	check $n.listener-port "listener line's port is not the listen line's ($lport)" \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Debian package: make deb builds socktune_VERSION_ARCH.deb (dpkg-buildpackage, debhelper)
 # with the command, the library where the command finds it, the man pages and the bash
-# completion; lintian finds no error in it; unpacked into a scratch root (dpkg-deb -x), its
+# completion, and the examples, whose systemd drop-in names the package's library and command;
+# lintian finds no error in it; unpacked into a scratch root (dpkg-deb -x), its
 # command runs a python server whose listener then has the backlog asked for and whose
 # accepted connection has TCP_NODELAY, both read from the kernel by the server itself.
 . "$(dirname "$0")/lib.sh"
@@ -30,6 +31,13 @@ for f in ./usr/bin/socktune "./usr/lib/$multiarch/socktune/libsocktune.so" \
 	grep -qx -- "$f" "$TMP/files" || missing="$missing $f"
 done
 check package.files "missing:$missing (has: $(tr '\n' ' ' <"$TMP/files"))" -z "$missing"
+# the examples, each file of the tree's examples/ (the docs helpers may compress one: .gz)
+ex=./usr/share/doc/socktune/examples
+missing=""
+for f in $(cd "$ROOT" && find examples -type f | sort); do
+	grep -qx -- "$ex/${f#examples/}\(.gz\)\{0,1\}" "$TMP/files" || missing="$missing $f"
+done
+check package.examples "not in $ex:$missing" -z "$missing"
 check package.version "package $(dpkg-deb -f "$DEB" Version), socktune --version $ver" \
 	"$(dpkg-deb -f "$DEB" Version)" = "$ver"
 
@@ -56,6 +64,23 @@ else
 fi
 got=$("$R/usr/bin/socktune" -- /usr/bin/env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
 check package.finds-its-library "LD_PRELOAD=$got" "$got" = "$R/usr/lib/$multiarch/socktune/libsocktune.so"
+printed=$("$R/usr/bin/socktune" --print-library 2>&1)
+check package.prints-its-library "printed '$printed', the program got '$got'" "$printed" = "$got"
+
+# the systemd drop-in names the package's library and command, files of the package
+conf=$R/usr/share/doc/socktune/examples/systemd/socktune.conf
+pre=$(sed -n 's/^Environment=LD_PRELOAD=//p' "$conf" 2>/dev/null)
+cmd=$(sed -n 's/^ExecStartPre=\([^ ]*\) .*/\1/p' "$conf" 2>/dev/null)
+check package.dropin-library "LD_PRELOAD=$pre in $conf" -n "$pre" -a \
+	"$pre" = "/usr/lib/$multiarch/socktune/libsocktune.so" -a -f "$R$pre"
+check package.dropin-command "ExecStartPre=$cmd in $conf" -n "$cmd" -a -x "$R$cmd"
+# and watch's unit its command
+unit=${conf%/*}/socktune-watch.service
+wcmd=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit" 2>/dev/null)
+check package.watch-unit-command "ExecStart=$wcmd in $unit" "$wcmd" = /usr/bin/socktune -a -x "$R$wcmd"
+readme=${conf%/*}/README.md
+check package.dropin-readme "$readme missing or names /usr/local: $(grep -n /usr/local "$readme" 2>/dev/null | head -n 3)" \
+	-f "$readme" -a -z "$(grep /usr/local "$readme" 2>/dev/null)"
 
 if command -v bash >/dev/null 2>&1; then
 	got=$(bash -c '. "$1"; COMP_WORDS=("$2" --nod); COMP_CWORD=1; _socktune; echo "${COMPREPLY[*]}"' \

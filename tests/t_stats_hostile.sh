@@ -75,7 +75,7 @@ for fam in 4 6; do
 		"$rc" = 0 -a -n "$(grep '^DONE conns=9' "$TMP/trunc$fam.out")"
 	"$CLI" stats --json "$F" >"$TMP/trunc$fam.json" 2>&1
 	check stats-hostile.truncated-rewritten.ip$fam "$(head -c 300 "$TMP/trunc$fam.json")" \
-		"$(json_get "$TMP/trunc$fam.json" listeners.0.accepted)" = 9
+		"$(json_get "$TMP/trunc$fam.json" files.0.listeners.0.accepted)" = 9
 
 	# ---- paths that are not stats files: refused, left exactly as they were ----
 	printf 'precious\n\001\002 not a stats file\n' >"$TMP/orig"
@@ -142,14 +142,14 @@ for fam in 4 6; do
 	rc=$?
 	j=$TMP/reload$fam.json
 	port=$(port_of "$TMP/reload$fam.out")
-	nl=$($PY -c 'import json,sys; print(len(json.load(sys.stdin)["listeners"]))' <"$j" 2>/dev/null)
+	nl=$($PY -c 'import json,sys; print(len(json.load(sys.stdin)["files"][0]["listeners"]))' <"$j" 2>/dev/null)
 	check stats-hostile.reload-last-counted.ip$fam "status $rc, $nl listeners, $(head -c 400 "$j")" \
-		"$rc" = 0 -a "$nl" = 1 -a "$(json_get "$j" listeners.0.port)" = "$port" -a \
-		"$(json_get "$j" listeners.0.accepted)" = 3 -a "$(json_get "$j" listeners.0.closed)" = False
+		"$rc" = 0 -a "$nl" = 1 -a "$(json_get "$j" files.0.listeners.0.port)" = "$port" -a \
+		"$(json_get "$j" files.0.listeners.0.accepted)" = 3 -a "$(json_get "$j" files.0.listeners.0.closed)" = False
 	check stats-hostile.reload-retired.ip$fam "$(head -c 400 "$j")" \
-		"$(json_get "$j" process.retired_listeners)" = 300 -a "$(json_get "$j" process.retired_accepted)" = 300
-	check stats-hostile.live-read.ip$fam "source $(json_get "$j" source), $fds descriptors on the file" \
-		"$(json_get "$j" source)" = live -a "$fds" = 0
+		"$(json_get "$j" files.0.process.retired_listeners)" = 300 -a "$(json_get "$j" files.0.process.retired_accepted)" = 300
+	check stats-hostile.live-read.ip$fam "source $(json_get "$j" files.0.source), $fds descriptors on the file" \
+		"$(json_get "$j" files.0.source)" = live -a "$fds" = 0
 
 	# ---- a thread with a small stack calls listen() and accept() ----
 	if [ -n "${ST_SANITIZER:-}" ]; then
@@ -163,7 +163,7 @@ for fam in 4 6; do
 			"$CLI" stats --json "$TMP/stack$fam" >"$TMP/stack$fam.json" 2>&1
 			check stats-hostile.small-stack-${k}k.ip$fam "status $rc: $(cat "$TMP/stack$fam.err")" \
 				"$rc" = 0 -a -n "$(grep '^OK' "$TMP/stack$fam.out")" -a \
-				"$(json_get "$TMP/stack$fam.json" listeners.0.accepted)" = 3
+				"$(json_get "$TMP/stack$fam.json" files.0.listeners.0.accepted)" = 3
 		done
 	fi
 
@@ -172,7 +172,7 @@ for fam in 4 6; do
 		>"$TMP/mainexit$fam.out" 2>"$TMP/mainexit$fam.err"
 	rc=$?
 	line=$(log_line mainexit$fam summary)
-	lo=$(field "$line" listen_overflows)
+	lo=$(field "$line" listen_overflows_delta)
 	check stats-hostile.summary-after-main-exit.ip$fam "status $rc, summary: $line" \
 		"$rc" = 0 -a "$(field "$line" accepted)" = 1 -a "${lo:--1}" -ge 0
 done
@@ -200,9 +200,9 @@ for fam in 4 6; do
 	rc=$?
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.snap" 2>&1
 	check stats-hostile.prefork-threads-live.ip$fam "status $rc, $(cat "$TMP/prefork$fam.load") $(head -c 300 "$TMP/prefork$fam.live")" \
-		"$rc" = 0 -a "$(json_get "$TMP/prefork$fam.live" source)" = live -a \
-		"$(json_get "$TMP/prefork$fam.live" listeners.0.accepted)" = "$conns"
+		"$rc" = 0 -a "$(json_get "$TMP/prefork$fam.live" files.0.source)" = live -a \
+		"$(json_get "$TMP/prefork$fam.live" files.0.listeners.0.accepted)" = "$conns"
 	check stats-hostile.prefork-threads-snapshot.ip$fam "$(cat "$TMP/prefork$fam.snap" "$TMP/prefork$fam.out" "$TMP/prefork$fam.err")" \
-		"$(json_get "$TMP/prefork$fam.snap" source)" = snapshot -a \
-		"$(json_get "$TMP/prefork$fam.snap" listeners.0.accepted)" = $((conns + 1))
+		"$(json_get "$TMP/prefork$fam.snap" files.0.source)" = snapshot -a \
+		"$(json_get "$TMP/prefork$fam.snap" files.0.listeners.0.accepted)" = $((conns + 1))
 done

@@ -49,7 +49,7 @@ import json, sys
 from prometheus_client.parser import text_string_to_metric_families
 
 text = open(sys.argv[1]).read()
-docs = [json.load(open(p)) for p in sys.argv[2:]]
+docs = [json.load(open(p))["files"][0] for p in sys.argv[2:]]
 def check(name, ok, why):
     print(("PASS %s" % name) if ok else ("FAIL %s: %s" % (name, why)))
 
@@ -94,38 +94,40 @@ def same(what, got, want):
 
 for d in docs:
     pid, proc = d["pid"], d["process"]
+    who = dict(pid=pid, netns=d["netns"])
     for key in ("quickack_rearms", "setsockopt_failures", "app_overrides_refused",
                 "retired_listeners", "retired_accepted"):
-        same("%s %s" % (pid, key), get("socktune_%s_total" % key, pid=pid), proc[key])
-    same("%s running" % pid, get("socktune_process_running", pid=pid), int(d["running"]))
-    same("%s live" % pid, get("socktune_values_live", pid=pid), int(d["source"] == "live"))
-    same("%s started" % pid, get("socktune_process_start_time_seconds", pid=pid), d["started"])
+        same("%s %s" % (pid, key), get("socktune_%s_total" % key, **who), proc[key])
+    same("%s running" % pid, get("socktune_process_running", **who), int(d["running"]))
+    same("%s live" % pid, get("socktune_values_live", **who), int(d["source"] == "live"))
+    same("%s started" % pid, get("socktune_process_start_time_seconds", **who), d["started_s"])
     if d["source"] == "snapshot":
-        got = get("socktune_snapshot_time_seconds", pid=pid)
-        if got is None or abs(got - d["snapshot_time"]) > 0.001:
-            mism.append("%s snapshot_time %s, json %s" % (pid, got, d["snapshot_time"]))
+        got = get("socktune_snapshot_time_seconds", **who)
+        if got is None or abs(got - d["snapshot_s"]) > 0.001:
+            mism.append("%s snapshot_s %s, json %s" % (pid, got, d["snapshot_s"]))
     for l in d["listeners"]:
         host = l["addr"].rsplit(":", 1)[0].strip("[]")
-        lab = dict(pid=pid, address=host, port=l["port"],
-                   slot=[dict(v)["slot"] for k, v in samples if k == "socktune_listener_accepted_total"
-                         and dict(v)["port"] == str(l["port"])][0])
-        for key, name in (("accepted", "accepted_total"), ("backlog", "backlog"),
+        lab = dict(who, addr=host, port=l["port"], slot=l["slot"])
+        same("%s:%s backlog" % (host, l["port"]), get("socktune_listener_backlog", **lab),
+             l["backlog"]["effective"])
+        for key, name in (("accepted", "accepted_total"),
                           ("queue_peak", "accept_queue_peak"), ("queue_last", "accept_queue"),
                           ("samples", "accept_queue_samples_total"), ("adopted", "adopted"),
                           ("closed", "closed")):
             same("%s:%s %s" % (host, l["port"], key), get("socktune_listener_" + name, **lab), int(l[key]))
         for key in ("rcvbuf", "sndbuf"):
             got = get("socktune_listener_%s_bytes" % key, **lab)
-            if l[key] < 0 and got is not None:
+            if l[key] is None and got is not None:
                 mism.append("%s shown though unset" % key)
-            elif l[key] >= 0:
-                same("%s:%s %s" % (host, l["port"], key), got, l[key])
+            elif l[key] is not None:
+                same("%s:%s %s" % (host, l["port"], key), got, l[key]["effective"])
 check("stats-prometheus.values-match-json", not mism, "; ".join(mism[:6]))
 
 v4 = docs[0]["listeners"][0] if docs[0]["listeners"] else {}
-check("stats-prometheus.v4-values", v4.get("accepted") == 5 and v4.get("backlog") == 64
-      and v4.get("rcvbuf", 0) > 0, "json listener %s" % v4)
-addrs = sorted(dict(v)["address"] for k, v in samples if k == "socktune_listener_backlog")
+check("stats-prometheus.v4-values", v4.get("accepted") == 5
+      and v4.get("backlog") == {"effective": 64}
+      and (v4.get("rcvbuf") or {}).get("effective", 0) > 0, "json listener %s" % v4)
+addrs = sorted(dict(v)["addr"] for k, v in samples if k == "socktune_listener_backlog")
 check("stats-prometheus.address-labels", addrs == ["127.0.0.1", "::1"], "addresses %s" % addrs)
 EOF
 rc=$?
@@ -146,8 +148,16 @@ printf 'old\n' >"$TMP/out/socktune.prom"
 ln "$TMP/out/socktune.prom" "$TMP/held" # the old file as a reader that has it open sees it
 "$CLI" stats --format prometheus --output "$TMP/out/socktune.prom" "$V4" "$V6" 2>"$TMP/out.err"
 rc=$?
-check stats-prometheus.output "status $rc, $(cat "$TMP/out.err"), diff: $(diff "$TMP/prom.txt" "$TMP/out/socktune.prom" | head -n 3)" \
-	$rc -eq 0 -a -n "$(cmp -s "$TMP/prom.txt" "$TMP/out/socktune.prom" && echo same)"
+# (the namespace's TcpExt counters, ListenOverflows and ListenDrops, may move between the two
+# reads: a burst's clients retry for seconds after it, and every listener of the namespace
+# counts; the rest is the same text)
+ns_free() { grep -v -e '^socktune_listen_overflows_total{' -e '^socktune_listen_drops_total{' "$1"; }
+ns_free "$TMP/prom.txt" >"$TMP/prom.cmp"
+ns_free "$TMP/out/socktune.prom" >"$TMP/out.cmp"
+check stats-prometheus.output "status $rc, $(cat "$TMP/out.err"), diff: $(diff "$TMP/prom.cmp" "$TMP/out.cmp" | head -n 3)" \
+	$rc -eq 0 -a -n "$(cmp -s "$TMP/prom.cmp" "$TMP/out.cmp" && echo same)" \
+	-a "$(grep -c '^socktune_listen_overflows_total{' "$TMP/out/socktune.prom")" = \
+	"$(grep -c '^socktune_listen_overflows_total{' "$TMP/prom.txt")"
 check stats-prometheus.output-renamed "the old inode holds '$(cat "$TMP/held")'; dir: $(ls -A "$TMP/out")" \
 	"$(cat "$TMP/held")" = old -a "$(ls -A "$TMP/out")" = socktune.prom
 

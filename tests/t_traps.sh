@@ -57,7 +57,7 @@ refused range_env "socktune: SOCKTUNE_BACKLOG=-1: out of range (1..2147483647)" 
 refused range_not_number "--backlog -1x: not a whole number" "$CMD" --backlog=-1x -- true
 ts_serve range_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=-1 -- -4 || true
 l=$(grep 'event=config' "$TMP/range_lib.err")
-check range_library "config line: $l" -n "$(printf '%s' "$l" | grep -F 'var=SOCKTUNE_BACKLOG value="-1" error="out of range (1..2147483647)"')"
+check range_library "config line: $l" -n "$(printf '%s' "$l" | grep -F 'variable=SOCKTUNE_BACKLOG value="-1" error="out of range (1..2147483647)"')"
 
 # ---- did you mean: options and variables, one edit distance for both
 refused suggest_option "socktune: unknown option --nodeley (did you mean --nodelay? see socktune --help)" \
@@ -70,7 +70,7 @@ refused suggest_env "socktune: SOCKTUNE_NODELEY=1: unknown variable (did you mea
 ts_serve suggest_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_NODELEY=1 -- -4 || true
 l=$(grep 'event=config' "$TMP/suggest_lib.err")
 check suggest_library "config lines: $l" "$(printf '%s\n' "$l" | grep -c .)" -eq 1 -a \
-	-n "$(printf '%s' "$l" | grep -F 'level=warn event=config var=SOCKTUNE_NODELEY value="1" error="unknown variable (did you mean SOCKTUNE_NODELAY?)"')" -a \
+	-n "$(printf '%s' "$l" | grep -F 'level=warn event=config variable=SOCKTUNE_NODELEY value="1" error="unknown variable (did you mean SOCKTUNE_NODELAY?)"')" -a \
 	-z "$(grep socktune "$TMP/suggest_lib.out")"
 
 # ---- --help: a name never runs into its description
@@ -104,8 +104,8 @@ if [ -n "$avail" ]; then
 	ts_serve congestion_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_CONGESTION=nosuchcc -- -4 || true
 	l=$(log_line congestion_lib setsockopt)
 	check congestion_library "line: $l" -n "$(printf '%s' "$l" | grep -F 'reason=missing')" -a \
-		"$(field "$l" fix | grep -c allowed)" -eq 0 -a \
-		-n "$(printf '%s' "$l" | grep -F "fix=\"use one of the available: $avail\"")"
+		-z "$(field "$l" fix.0)" -a "$(field "$l" note | grep -c allowed)" -eq 0 -a \
+		"$(field "$l" note)" = "use one of the available: $avail"
 	r=$("$CMD" check --json --congestion nosuchcc | json_get - options.0.reason)
 	check congestion_check "reason: $r" "$r" = "missing: this kernel has no nosuchcc, built in or as a module (available: $avail)"
 else

@@ -79,10 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_ASSERT(hex(o[k]) >= 0);
 				v = v << 4 | hex(o[k]);
 			}
-			FUZZ_ASSERT(v < 0x20 || v == 0x7f || v == 0xfffd);
+			FUZZ_ASSERT(v < 0x20 || v == 0x7f || (v >= 0x80 && v < 0xa0) || v == 0xfffd);
 			if (v == 0xfffd) {
 				memcpy(got + g, "\xef\xbf\xbd", 3);
 				g += 3;
+			} else if (v >= 0x80) { /* a C1 control: U+0080-U+009F, two bytes in UTF-8 */
+				got[g++] = 0xc2;
+				got[g++] = (unsigned char)v;
 			} else {
 				got[g++] = (unsigned char)v;
 			}
@@ -91,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		int k = *o < 0x80 ? 1 : utf8_seq(o);
 		FUZZ_ASSERT(k > 0 && o + k <= end);
+		FUZZ_ASSERT(!(o[0] == 0xc2 && o[1] < 0xa0)); /* no raw C1 control (CSI among them) */
 		memcpy(got + g, o, (size_t)k);
 		g += (size_t)k, o += k;
 	}

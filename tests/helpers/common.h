@@ -31,6 +31,18 @@ __attribute__((format(printf, 1, 2), noreturn, unused)) static void die(const ch
 	exit(2);
 }
 
+/* close_range() through libc, where the library's hook sees it (glibc 2.34 and later); musl
+ * has no such function, only the system call (the tests that need the hook run on glibc). */
+#ifdef __GLIBC__
+#define libc_close_range close_range
+#else
+#include <sys/syscall.h>
+static inline int libc_close_range(unsigned first, unsigned last, int flags)
+{
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+#endif
+
 static inline long long now_us(void)
 {
 	struct timespec ts;
@@ -158,6 +170,63 @@ static inline socklen_t loopback_addr(int family, unsigned port, struct sockaddr
 	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	a->sin_port = htons((uint16_t)port);
 	return sizeof *a;
+}
+
+/* One byte over the UNIX socket sock, carrying fd (SCM_RIGHTS). */
+static inline void send_fd(int sock, int fd)
+{
+	char byte = 'f';
+	struct iovec iov = {&byte, 1};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+	                   .msg_controllen = sizeof ctl.b};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (sendmsg(sock, &m, 0) != 1)
+		die("sendmsg: %s", strerror(errno));
+}
+
+/* One message: the descriptor it carried (SCM_RIGHTS), or -1 for a plain one; -2 at EOF. */
+static inline int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = {&byte, 1};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+	                   .msg_controllen = sizeof ctl.b};
+	ssize_t r;
+	do
+		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return -2;
+	int fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
+/* The local port fd is bound to. */
+static inline unsigned local_port(int fd)
+{
+	struct sockaddr_storage me;
+	socklen_t len = sizeof me;
+	memset(&me, 0, sizeof me);
+	if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
+		return 0;
+	return ntohs(me.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&me)->sin6_port
+	                                      : ((struct sockaddr_in *)&me)->sin_port);
 }
 
 /* tcpi_sacked on a listening socket is the backlog in force (after the somaxconn cut). */

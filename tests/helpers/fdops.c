@@ -23,14 +23,6 @@
 
 #include "common.h"
 
-#ifndef __GLIBC__ /* musl 1.2.3 has no close_range(): the raw syscall (not seen by the hooks) */
-#include <sys/syscall.h>
-static int close_range(unsigned first, unsigned last, int flags)
-{
-	return (int)syscall(SYS_close_range, first, last, flags);
-}
-#endif
-
 extern char **environ;
 static const char *self;
 
@@ -142,9 +134,9 @@ static void mode_closerange(void)
 	struct sockaddr_in a;
 	int l = listener(&a), c = client(&a), conn = accept(l, NULL, NULL);
 	/* CLOSE_RANGE_CLOEXEC (4) only marks: the tuned sockets stay and stay tuned */
-	printf("close_range-cloexec=%d\n", close_range((unsigned)l, (unsigned)conn, 4));
+	printf("close_range-cloexec=%d\n", libc_close_range((unsigned)l, (unsigned)conn, 4));
 	show("conn-after-cloexec", conn);
-	printf("close_range=%d\n", close_range((unsigned)l, ~0U, 0));
+	printf("close_range=%d\n", libc_close_range((unsigned)l, ~0U, 0));
 	reuse_check("closerange", l);
 	(void)c;
 }
@@ -197,7 +189,7 @@ static void mode_bigfd(void)
 		close(conn_big);
 		close(c);
 	}
-	printf("close_range-big=%d\n", close_range((unsigned)big, ~0U, 0));
+	printf("close_range-big=%d\n", libc_close_range((unsigned)big, ~0U, 0));
 	printf("listener-closed=%d\n", fcntl(big, F_GETFD) == -1 && errno == EBADF);
 }
 

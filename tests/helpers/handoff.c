@@ -22,50 +22,6 @@
 
 #include "common.h"
 
-static void send_fd(int sock, int fd)
-{
-	char byte = 'f';
-	struct iovec iov = {&byte, 1};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	memset(&ctl, 0, sizeof ctl);
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-	                   .msg_controllen = sizeof ctl.b};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	if (sendmsg(sock, &m, 0) != 1)
-		die("sendmsg: %s", strerror(errno));
-}
-
-/* One message: the descriptor it carried, or -1 for a plain one; -2 at EOF. */
-static int recv_one(int sock)
-{
-	char byte;
-	struct iovec iov = {&byte, 1};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(4 * sizeof(int))];
-	} ctl;
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-	                   .msg_controllen = sizeof ctl.b};
-	ssize_t r;
-	do
-		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
-	if (r <= 0)
-		return -2;
-	int fd = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	return fd;
-}
-
 static long serve(int cfd, size_t req, size_t reply)
 {
 	char *rbuf = malloc(req), *wbuf = malloc(reply);
@@ -97,7 +53,7 @@ static int worker_loop(int sock, size_t req, size_t reply)
 	long requests = 0;
 	int i = 0;
 	for (;;) {
-		int fd = recv_one(sock);
+		int fd = recv_fd(sock);
 		if (fd == -2)
 			break;
 		if (fd < 0)

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt(argc, argv, "n:t:T:u:q:r:")) != -1) {
 		switch (c) {
-		case 'n': o.n = (int)num_arg("-n", optarg, 1, 100000); break;
+		case 'n': o.n = (int)num_arg("-n", optarg, 1, 2000000); break;
 		case 't': o.threshold_ms = (int)num_arg("-t", optarg, 0, 3600000); break;
 		case 'T': o.total_s = (int)num_arg("-T", optarg, 1, 3600); break;
 		case 'u': o.path = optarg; break;

@@ -22,8 +22,9 @@
  * Output (stdout, one line each, flushed):
  *   PORT 40123
  *   LISTENER backlog=5 rcvbuf=131072 sndbuf=16384 nodelay=0
- *   CONN i=0 rcvbuf=... sndbuf=... nodelay=... backlog=...   (values of the ACCEPTED socket;
- *                                                              backlog read from the listener)
+ *   CONN i=0 rcvbuf=... sndbuf=... nodelay=... backlog=... cwnd=... delack_max_us=...
+ *            (values of the ACCEPTED socket: cwnd its tcpi_snd_cwnd, delack_max_us -1 before
+ *            Linux 6.15; backlog read from the listener)
  *   DONE conns=N requests=M
  */
 #include <arpa/inet.h>
@@ -116,9 +117,13 @@ int main(int argc, char **argv)
 			die("accept: %s", strerror(errno));
 		}
 		if (!silent) {
-			printf("CONN i=%d rcvbuf=%d sndbuf=%d nodelay=%d backlog=%ld\n", i,
-			       sockopt_int(cfd, SOL_SOCKET, SO_RCVBUF), sockopt_int(cfd, SOL_SOCKET, SO_SNDBUF),
-			       sockopt_int(cfd, IPPROTO_TCP, TCP_NODELAY), listen_backlog(lfd));
+			struct tcp_info ti;
+			socklen_t tl = sizeof ti;
+			long cwnd = getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 ? (long)ti.tcpi_snd_cwnd : -1;
+			printf("CONN i=%d rcvbuf=%d sndbuf=%d nodelay=%d backlog=%ld cwnd=%ld delack_max_us=%d\n",
+			       i, sockopt_int(cfd, SOL_SOCKET, SO_RCVBUF), sockopt_int(cfd, SOL_SOCKET, SO_SNDBUF),
+			       sockopt_int(cfd, IPPROTO_TCP, TCP_NODELAY), listen_backlog(lfd), cwnd,
+			       sockopt_int(cfd, IPPROTO_TCP, 46 /* TCP_DELACK_MAX_US, Linux 6.15 */));
 			fflush(stdout);
 		}
 		if (m_ka) {

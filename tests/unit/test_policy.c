@@ -715,6 +715,31 @@ static void test_name(void)
 	end_group("parse_name_precedence");
 }
 
+/* The distance "did you mean" reads: a swap of two neighbours is one typo, as are an
+ * insertion, a deletion and a substitution; case is not a difference. */
+static void test_edit_distance(void)
+{
+	static const struct {
+		const char *a, *b;
+		int d;
+	} cases[] = {
+		{"stats", "stats", 0}, {"stat", "stats", 1},   {"doctr", "doctor", 1},
+		{"docotr", "doctor", 1}, {"chekc", "check", 1}, {"STATS", "stats", 0},
+		{"atach", "attach", 1}, {"docker", "doctor", 2}, {"start", "stats", 2},
+		{"ab", "ba", 1},        {"", "check", 5},
+		{"abc", "ca", 3}, /* a swapped pair is not edited again */
+		{"cat", "attach", 5},   {"nodealy", "nodelay", 1},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		int d = st_edit_distance(cases[k].a, cases[k].b);
+		if (d != cases[k].d)
+			CASE_FAIL("distance(%s, %s) = %d, want %d", cases[k].a, cases[k].b, d, cases[k].d);
+	}
+	if (st_edit_distance("a-name-of-more-than-thirty-one-bytes", "check") != 99)
+		CASE_FAIL("a long name is not 99 away");
+	end_group("edit_distance");
+}
+
 int main(void)
 {
 	test_size();
@@ -732,5 +757,6 @@ int main(void)
 	test_tos();
 	test_name();
 	test_table();
+	test_edit_distance();
 	return failures ? 1 : 0;
 }

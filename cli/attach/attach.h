@@ -1,0 +1,122 @@
+/* What socktune attach (attach.c), its tuning step (attachtune.c) and the wrapper's attach
+ * mode (supervise.c) share.  Internal to cli/. */
+#ifndef SOCKTUNE_ATTACH_H
+#define SOCKTUNE_ATTACH_H
+
+#include <stdio.h>
+
+#include "cli.h"
+#include "record.h"
+#include "service.h"
+
+struct attach_pidfd {
+	int pid, pidfd;
+};
+
+struct attach_watched { /* a connection given TCP_NODELAY, sampled after (attachwatch.c) */
+	const struct service *svc;
+	unsigned long long ino;
+	int pid, fd, family;
+	unsigned sport;
+	unsigned char src[16], dst[16];
+	struct diag_tcp_info ti[2];
+	int have; /* bit 0: in the first sample, bit 1: in the second */
+	int stalled;
+};
+
+struct attach_state {
+	const struct st_policy *p;
+	FILE *out;       /* the lines: stdout (attach); the wrapper's attach mode: a buffer */
+	FILE *err;       /* refusals, clamps: stderr (attach); the wrapper's: the same buffer */
+	int json;
+	int connections; /* --connections */
+	int wrapper;     /* the wrapper's attach mode: a listener is said once, when tuned */
+	long tuned, refused;
+	struct attach_pidfd *pidfds; /* one per process reached, opened once */
+	size_t npidfds, cappidfds;
+	struct svc_pids said;  /* pids whose refusal was said */
+	const struct service *cur;   /* the service being looked at */
+	struct attach_watched *watch; /* connections given TCP_NODELAY (attachwatch.c) */
+	size_t nwatch, capwatch;
+	int write_err;         /* the first error writing the lines (EPIPE: the reader left) */
+	/* --json: the run's one document, written when attach ends; each socket an object of
+	 * its "sockets", each clamp, refusal or stall one of its "warnings" */
+	struct rec *doc, *sockets, *warnings;
+	char error[256]; /* --json: the first failure, the document's "error" */
+	int said_quickack;
+};
+
+/* What the service look asks for under t's options. */
+unsigned attach_want(const struct attach_state *t);
+/* One look at svc: each new socket of it tuned through a copy held only for the change,
+ * its line written after the copy is closed.  0, or -errno when the look failed. */
+int attach_look(struct attach_state *t, struct service *svc);
+/* The pidfd of pid (opened at the first call, kept), or -1 with errno. */
+int attach_pidfd(struct attach_state *t, int pid);
+/* Forget pid's pidfd (it exited). */
+void attach_pidfd_drop(struct attach_state *t, int pid);
+/* "socktune: attach PID: CALL: why: fix", once per pid; counts a refusal */
+void attach_refuse(struct attach_state *t, int pid, const char *call, int err);
+/* A failure of the run's own (a target not found, not readable): its line on stderr, and
+ * under --json the document's "error" (the first) and a warning of kind KIND. */
+void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- attachwatch.c: after TCP_NODELAY on live connections, the stall a peer's own Nagle
+ * makes against the server's delayed ACK ---- */
+
+/* Whether connections tuned now are watched: --connections --nodelay, no delay cap set. */
+int attach_watch_wanted(const struct attach_state *t);
+void attach_watch_add(struct attach_state *t, const struct service *svc, const struct svc_sock *s,
+                      int pid, int fd);
+/* Two samples of the watched connections a second apart; a line on t->err for each listener
+ * whose peers show the stall (doctor's rule), with the fix. */
+void attach_watch_check(struct attach_state *t);
+
+/* ---- attachtune.c: one socket, through a copy ---- */
+
+#define ATTACH_NOTES (ST_O_COUNT + 2) /* (each option once, and the backlog twice) */
+struct attach_note { /* a clamp, a refusal, a lowered backlog: said once the copy is closed */
+	enum { N_REFUSED, N_CLAMPED, N_BACKLOG_CLAMPED, N_BACKLOG_LOWERED } kind;
+	int opt, err, protocol;
+	long long want, got;
+};
+struct attach_set { /* what became of one option (st_apply_one's outcome) */
+	int opt;
+	struct st_outcome out;
+	char name[ST_NAME_MAX];
+};
+struct attach_tuned {
+	char addr[64], peer[64];
+	struct attach_set set[ST_O_COUNT];
+	int nset;
+	int backlog; /* the backlog was looked at: before, want, after */
+	int backlog_before, backlog_want;
+	long long backlog_after; /* a dry run: -1, said from the target's somaxconn once the
+	                          * copy is closed */
+	int quickack_outside;    /* a connection, --quickack: only the process re-arms it */
+	struct attach_note notes[ATTACH_NOTES];
+	int nnotes;
+};
+/* Tune socket s, held by pid as fd, through a copy taken from pidfd: copy, set, read back,
+ * close.  0; 1 when fd no longer names that socket (closed, or the number reused); -1 with
+ * errno when the copy was refused. */
+int attach_tune(const struct attach_state *t, const struct svc_sock *s, int pidfd, int fd,
+                struct attach_tuned *out);
+/* What attach_tune found, written: its notes on stderr (and as warnings), then its record. */
+void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
+                const struct attach_tuned *r);
+/* A socket's record, pid fd addr event filled: an object of the document's "sockets" under
+ * --json, else a line's own; attach_line_end writes the line (the library's format). */
+struct rec *attach_line(struct attach_state *t, int pid, int fd, const char *event,
+                        const char *addr);
+void attach_line_end(struct attach_state *t, struct rec *r);
+/* A warning's record under --json (kind pid fd addr filled), in the document's "warnings";
+ * NULL in text mode (its line is on stderr: the rec_ calls on NULL do nothing). */
+struct rec *attach_warning(struct attach_state *t, const char *kind, int pid, int fd,
+                           const char *addr);
+/* A command run in pid's network namespace, as a fix prints it: as it is when that is ours,
+ * else under nsenter. */
+const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n);
+
+#endif

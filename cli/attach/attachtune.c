@@ -1,0 +1,304 @@
+/* One socket of another process tuned from outside: pidfd_getfd(2) (Linux 5.6) takes a copy
+ * of its descriptor, an option set on the copy is set on the socket itself, and listen() on
+ * a copy of a listener changes its backlog live.  The copy is held only for the change: a
+ * socket whose owner closes it while a copy is open lives on (an epoll set keeps reporting
+ * it, a port stays taken), so the copy is closed before anything is written.  The apply step
+ * is the library's own (common/apply.c), the line in the library's format. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "socktune.h"
+#include "socktune_apply.h"
+#include "socktune_host.h"
+#include "socktune_json.h"
+#include "socktune_kernel.h"
+#include "attach.h"
+
+/* Whether pid's network namespace is ours. */
+static int our_netns(int pid)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	return stat("/proc/self/ns/net", &mine) == 0 && stat(path, &theirs) == 0 &&
+	       mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n)
+{
+	if (our_netns(pid))
+		snprintf(buf, n, "%s", cmd);
+	else
+		snprintf(buf, n, "nsenter --net=/proc/%d/ns/net %s", pid, cmd);
+	return buf;
+}
+
+/* A limit as a clamp line shows it: the number, or "unknown" (not readable from here). */
+static const char *limit_text(long long v, char *buf, size_t n)
+{
+	if (v < 0)
+		snprintf(buf, n, "unknown (its network namespace is not readable from here)");
+	else
+		snprintf(buf, n, "%lld", v);
+	return buf;
+}
+
+struct rec *attach_line(struct attach_state *t, int pid, int fd, const char *event,
+                        const char *addr)
+{
+	/* the library's line: "socktune pid=N level=info event=E fd=..." (shim/log.c), pid the
+	 * target's, the one that holds the socket */
+	struct rec *r = t->json ? rec_obj(t->sockets, 0) : rec_new();
+	rec_int(r, K_PID, pid);
+	if (!t->json)
+		rec_str(r, K_LEVEL, "info");
+	rec_str(r, K_EVENT, event);
+	rec_int(r, K_FD, fd);
+	rec_str(r, K_ADDR, addr);
+	return r;
+}
+
+void attach_line_end(struct attach_state *t, struct rec *r)
+{
+	if (t->json)
+		return; /* in the document, written at the end */
+	fputs("socktune ", t->out);
+	rec_write_logfmt(t->out, r);
+	fputc('\n', t->out);
+	rec_free(r);
+	if ((fflush(t->out) != 0 || ferror(t->out)) && !t->write_err)
+		t->write_err = errno ? errno : EIO;
+}
+
+struct rec *attach_warning(struct attach_state *t, const char *kind, int pid, int fd,
+                           const char *addr)
+{
+	if (!t->json)
+		return NULL;
+	struct rec *w = rec_obj(t->warnings, 0);
+	rec_str(w, K_KIND, kind);
+	rec_int(w, K_PID, pid);
+	if (fd >= 0)
+		rec_int(w, K_FD, fd);
+	if (addr)
+		rec_str(w, K_ADDR, addr);
+	return w;
+}
+
+static void note(struct attach_tuned *r, int kind, int opt, int err, long long want,
+                 long long got)
+{
+	if (r->nnotes < ATTACH_NOTES)
+		r->notes[r->nnotes++] = (struct attach_note){kind, opt, err, 0, want, got};
+}
+
+static int get_int(int fd, int level, int optname)
+{
+	long long v;
+	return probe_get_int(fd, level, optname, &v) == 0 ? (int)v : -1;
+}
+
+/* The options on the copy: a listener gets the listener options and the backlog, an
+ * accepted connection what matters on one, an outgoing one the client options. */
+static void apply(const struct attach_state *t, const struct svc_sock *s, int copy,
+                  struct attach_tuned *r)
+{
+	const struct st_policy *p = t->p;
+	int listening = s->kind == SVC_LISTENER;
+	int protocol = get_int(copy, SOL_SOCKET, SO_PROTOCOL);
+	struct st_apply_req rq = {
+		.p = p,
+		.family = s->family,
+		.need = s->kind == SVC_OUTGOING ? ST_O_CLIENT : 0,
+		.skip = ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY | (listening ? 0 : ST_O_LISTENER_ONLY),
+		.dry = st_on(p, ST_V_DRY_RUN),
+	};
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+		struct attach_set *set = &r->set[r->nset];
+		set->name[0] = '\0';
+		if (!st_apply_one(&cli_raw_ops, copy, &rq, i, &set->out, set->name))
+			continue;
+		if (set->out.state == ST_FAILED) {
+			note(r, N_REFUSED, i, set->out.err, set->out.want, 0);
+			r->notes[r->nnotes - 1].protocol = protocol;
+			continue;
+		}
+		set->opt = i;
+		r->nset++;
+		if (!rq.dry && set->out.got != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER) &&
+		    st_short_of(i, set->out.want, set->out.got))
+			note(r, N_CLAMPED, i, 0, set->out.want, set->out.got);
+	}
+	if (listening && st_backlog_governed(p)) {
+		int before = st_listen_backlog(&cli_raw_ops, copy);
+		int want = st_backlog_want(p, before);
+		if (!rq.dry && want != before)
+			syscall(SYS_listen, copy, want);
+		r->backlog = 1;
+		r->backlog_before = before;
+		r->backlog_want = want;
+		/* a dry run: effective is what the target's somaxconn would leave of want, said
+		 * by attach_say (the copy is closed by then) */
+		r->backlog_after = rq.dry ? -1 : st_listen_backlog(&cli_raw_ops, copy);
+		if (!rq.dry && r->backlog_after < want)
+			note(r, N_BACKLOG_CLAMPED, 0, 0, want, r->backlog_after);
+		/* --backlog replaces, so a listener that had more gets less: rarely meant */
+		if (st_has(p, ST_V_BACKLOG) && before > want)
+			note(r, N_BACKLOG_LOWERED, 0, 0, want, before);
+	}
+	r->quickack_outside = !listening && st_on(p, ST_V_QUICKACK);
+}
+
+int attach_tune(const struct attach_state *t, const struct svc_sock *s, int pidfd, int fd,
+                struct attach_tuned *r)
+{
+	memset(r, 0, sizeof *r);
+	diag_addr(s->family, s->src, s->sport, r->addr, sizeof r->addr);
+	diag_addr(s->family, s->dst, s->dport, r->peer, sizeof r->peer);
+	int copy = svc_high_fd((int)syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+	if (copy < 0)
+		return errno == EBADF ? 1 : -1; /* EBADF: closed meanwhile */
+	struct stat sb; /* the socket the copy is: the number may name another one now */
+	if (fstat(copy, &sb) != 0 || (unsigned long long)sb.st_ino != s->ino) {
+		close(copy);
+		return 1;
+	}
+	apply(t, s, copy, r);
+	close(copy);
+	return 0;
+}
+
+/* Option i's value as a warning names it: what was asked and, when read back, what is in
+ * force (a group: rcvbuf {want, effective}; a flag or a number: what was asked). */
+static void asked(struct rec *w, int i, long long want, long long got, int read)
+{
+	if (rec_key_type(K_OPTION + i) != REC_GROUP) {
+		if (rec_key_type(K_OPTION + i) == REC_BOOL)
+			rec_bool(w, K_OPTION + i, (int)want);
+		else if (rec_key_type(K_OPTION + i) == REC_INT)
+			rec_int(w, K_OPTION + i, want);
+		return;
+	}
+	struct rec *g = rec_group(w, K_OPTION + i);
+	rec_int(g, K_WANT, want);
+	if (read)
+		rec_int(g, K_EFFECTIVE, got);
+}
+
+void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
+                const struct attach_tuned *r)
+{
+	char fix[200], lim[80], buf[320], cmd[sizeof buf + 48];
+	long long dry_effective = -1;
+	if (r->backlog && r->backlog_after < 0) /* a dry run: what the target's somaxconn leaves */
+		dry_effective = st_dry_backlog(r->backlog_want, target_sysctl(pid, "net.core.somaxconn"));
+	for (int k = 0; k < r->nnotes; k++) {
+		const struct attach_note *n = &r->notes[k];
+		const struct st_sockopt *o = &st_sockopts[n->opt];
+		struct rec *w;
+		long long limit;
+		const char *rest;
+		switch (n->kind) {
+		case N_REFUSED:
+			st_fix_refused_on(n->opt, n->err, n->protocol, fix, sizeof fix);
+			fprintf(t->err, "socktune: attach %d: fd %d: setsockopt %s: %s%s%s\n", pid, fd,
+			        o->label, strerror(n->err), *fix ? ": " : "", fix);
+			w = attach_warning(t, "refused", pid, fd, r->addr);
+			asked(w, n->opt, n->want, 0, 0);
+			snprintf(buf, sizeof buf, "setsockopt %s: %s", o->label, strerror(n->err));
+			rec_str(w, K_ERROR, buf);
+			rec_arr(w, K_FIX); /* (what would cure it is not a command: the note says) */
+			if (*fix)
+				rec_str(w, K_NOTE, fix);
+			t->refused++;
+			break;
+		case N_CLAMPED: /* the copy was set by this process: its capabilities decide */
+			st_fix_limit(n->opt, n->want, st_cap_effective(ST_CAP_NET_ADMIN),
+			             n->opt == ST_V_RCVBUF && st_on(t->p, ST_V_RCVBUF_FORCE), fix, sizeof fix);
+			limit = target_sysctl(pid, o->limit);
+			fprintf(t->err, "socktune: attach %d: fd %d: %s clamped to %lld by the target's "
+			        "%s=%s: %s\n", pid, fd, o->label, n->got, o->limit,
+			        limit_text(limit, lim, sizeof lim), fix);
+			w = attach_warning(t, "clamped", pid, fd, r->addr);
+			asked(w, n->opt, n->want, n->got, 1);
+			rec_str(w, K_LIMIT, o->limit);
+			rec_known(w, K_LIMIT_VALUE, limit);
+			rest = st_fix_split(fix, buf, sizeof buf); /* the command, and the prose */
+			struct rec *cmds = rec_arr(w, K_FIX);
+			if (*buf)
+				rec_str(cmds, 0, attach_in_netns(pid, buf, cmd, sizeof cmd));
+			rec_str(w, K_NOTE, *rest ? rest : NULL);
+			break;
+		case N_BACKLOG_CLAMPED:
+			st_fix_somaxconn(n->want, fix, sizeof fix);
+			limit = target_sysctl(pid, "net.core.somaxconn");
+			fprintf(t->err, "socktune: attach %d: fd %d: backlog clamped to %lld by the target's "
+			        "net.core.somaxconn=%s: %s (in its network namespace: nsenter "
+			        "--net=/proc/%d/ns/net)\n", pid, fd, n->got,
+			        limit_text(limit, lim, sizeof lim), fix, pid);
+			w = attach_warning(t, "backlog-clamped", pid, fd, r->addr);
+			{
+				struct rec *g = rec_group(w, K_BACKLOG);
+				rec_int(g, K_WANT, n->want);
+				rec_int(g, K_EFFECTIVE, n->got);
+			}
+			rec_str(w, K_LIMIT, "net.core.somaxconn");
+			rec_known(w, K_LIMIT_VALUE, limit);
+			rec_str(rec_arr(w, K_FIX), 0, attach_in_netns(pid, fix, cmd, sizeof cmd));
+			rec_str(w, K_NOTE, "the kernel caps a listener's backlog at net.core.somaxconn of "
+			        "its network namespace");
+			break;
+		case N_BACKLOG_LOWERED:
+			st_fix_backlog_lowered(n->want, fix, sizeof fix);
+			fprintf(t->err, "socktune: attach %d: fd %d: backlog-lowered: backlog.before=%lld "
+			        "backlog.want=%lld: %s%s\n", pid, fd, n->got, n->want, fix,
+			        st_on(t->p, ST_V_DRY_RUN) ? " (a dry run: not lowered)" : "");
+			w = attach_warning(t, "backlog-lowered", pid, fd, r->addr);
+			{
+				struct rec *g = rec_group(w, K_BACKLOG);
+				rec_int(g, K_BEFORE, n->got);
+				rec_int(g, K_WANT, n->want);
+			}
+			rec_arr(w, K_FIX); /* (the cure is another command line: the note says) */
+			snprintf(buf, sizeof buf, "--backlog replaces the backlog, so a listener that had "
+			         "more gets less: %s%s", fix,
+			         st_on(t->p, ST_V_DRY_RUN) ? " (a dry run: not lowered)" : "");
+			rec_str(w, K_NOTE, buf);
+			break;
+		}
+	}
+	if (r->quickack_outside) {
+		/* TCP_QUICKACK does not stay: only the process that reads re-arms it */
+		static const char why[] = "quick-ack is re-armed by the process that reads, after each "
+		                          "read: from outside, cap the delayed ACK with --delack-max "
+		                          "(Linux 6.15) or the route's quickack (socktune check --route)";
+		if (!t->said_quickack++)
+			fprintf(t->err, "socktune: attach %d: fd %d: quickack: in-process only: %s\n", pid,
+			        fd, why);
+		struct rec *w = attach_warning(t, "in-process-only", pid, fd, r->addr);
+		rec_bool(w, K_OPTION + ST_V_QUICKACK, 1);
+		rec_arr(w, K_FIX);
+		rec_str(w, K_NOTE, why);
+	}
+	static const char *const events[] = {"attach", "attach-connection", "attach-client"};
+	struct rec *line = attach_line(t, pid, fd, events[s->kind], r->addr);
+	if (s->kind != SVC_LISTENER)
+		rec_str(line, K_PEER, r->peer);
+	for (int k = 0; k < r->nset; k++)
+		rec_outcome(line, t->p, r->set[k].opt, &r->set[k].out, r->set[k].name);
+	if (r->backlog) {
+		struct rec *g = rec_group(line, K_BACKLOG);
+		rec_int(g, K_BEFORE, r->backlog_before);
+		rec_int(g, K_WANT, r->backlog_want);
+		rec_known(g, K_EFFECTIVE, r->backlog_after >= 0 ? r->backlog_after : dry_effective);
+	}
+	attach_line_end(t, line);
+	t->tuned++;
+}

@@ -1,0 +1,172 @@
+/* cgroup v2 as the wrapper uses it: where it is mounted (/sys/fs/cgroup on most hosts,
+ * /sys/fs/cgroup/unified in the hybrid layout), which cgroup the wrapper is in, and the child
+ * cgroup it makes for the program, enters and removes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* /proc/self/mountinfo: "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw":
+ * the mount point is the 5th field, the type the first after " - ". */
+int cg_v2_mount(char *out, size_t n, char *err, size_t en)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		snprintf(err, en, "no cgroup v2: /proc/self/mountinfo: %s", strerror(errno));
+		return -1;
+	}
+	char line[4096];
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		char root[1024], point[1024];
+		const char *dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 || strcmp(root, "/") != 0)
+			continue;
+		/* (mountinfo writes a space in a path as \040: a mount point with one is not used) */
+		if (!strchr(point, '\\') && strlen(point) < n) {
+			strcpy(out, point);
+			found = 1;
+		}
+	}
+	fclose(f);
+	if (!found)
+		snprintf(err, en, "no cgroup v2 mounted here (a cgroup2 line in /proc/self/mountinfo): "
+		         "mount it (mount -t cgroup2 none /sys/fs/cgroup), or give one with "
+		         "--cgroup-path, or use socktune --attach");
+	return found ? 0 : -1;
+}
+
+int cg_own_dir(char *out, size_t n, char *err, size_t en)
+{
+	char mount[1024];
+	if (cg_v2_mount(mount, sizeof mount, err, en) != 0)
+		return -1;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096], own[4096] = "";
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(own, sizeof own, "%s", line + 3);
+		}
+	if (f)
+		fclose(f);
+	if (!own[0]) {
+		snprintf(err, en, "no cgroup v2 line (0::) in /proc/self/cgroup: give one with "
+		         "--cgroup-path");
+		return -1;
+	}
+	if ((size_t)snprintf(out, n, "%s%s", mount, strcmp(own, "/") == 0 ? "" : own) >= n) {
+		snprintf(err, en, "the cgroup path is too long");
+		return -1;
+	}
+	return 0;
+}
+
+int cg_is_v2(const char *path)
+{
+	struct statfs s;
+	return statfs(path, &s) == 0 && s.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+int cg_make(const char *dir, int *made, char *err, size_t n)
+{
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%s", dir);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = '\0';
+	else
+		strcpy(parent, "/");
+	*made = 0;
+	if (!cg_is_v2(parent)) {
+		snprintf(err, n, "%s: not in a cgroup v2 hierarchy (%s is no cgroup2 directory): give a "
+		         "path under the cgroup2 mount (grep cgroup2 /proc/self/mountinfo)", dir, parent);
+		return -1;
+	}
+	if (mkdir(dir, 0755) == 0) {
+		*made = 1;
+		return 0;
+	}
+	int e = errno;
+	if (e == EEXIST && cg_is_v2(dir))
+		return 0; /* (someone's cgroup: used, never removed) */
+	snprintf(err, n, "%s: mkdir: %s%s", dir, strerror(e),
+	         e == EACCES || e == EPERM ? " (run as root, or give a delegated cgroup with "
+	                                     "--cgroup-path)" : "");
+	return -1;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t w = write(fd, text, strlen(text));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+int cg_enter(const char *dir)
+{
+	return write_file(dir, "cgroup.procs", "0"); /* 0: the writer itself */
+}
+
+int cg_pids(const char *dir, int *pids, int max)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int n = 0, pid;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (n < max)
+			pids[n++] = pid;
+	fclose(f);
+	return n;
+}
+
+int cg_remove(const char *dir, int ms, char *err, size_t n)
+{
+	struct timespec tick = {0, 20 * 1000 * 1000};
+	int pids[16], left = 0;
+	for (int waited = 0;; waited += 20) {
+		while (waitpid(-1, NULL, WNOHANG) > 0) /* (ours, as the subreaper) */
+			;
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY || waited >= ms)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	int e = errno;
+	if (e == EBUSY && (left = cg_pids(dir, pids, 16)) > 0) {
+		char list[128] = "";
+		for (int k = 0; k < left && k < 16 && strlen(list) + 12 < sizeof list; k++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? " " : "", pids[k]);
+		snprintf(err, n, "%s kept: processes the program left are still in it (%s): rmdir %s "
+		         "once they exit", dir, list, dir);
+	} else {
+		snprintf(err, n, "%s: rmdir: %s", dir, strerror(e));
+	}
+	return -1;
+}

@@ -1,0 +1,122 @@
+/* socktune --cgroup: the policy as a cgroup sock_ops program, made here at run time (no
+ * libbpf, no clang, no object file), loaded with bpf(2) and attached to a cgroup of the
+ * program's own, so that the kernel tunes each of its connections from the first one.
+ *   bpf.c       the program made from the policy (its scope too), loaded, the verifier's log
+ *   bpfcall.c   the other bpf(2) calls: attach, detach, query
+ *   cgroup.c    the cgroup v2 mount, the wrapper's own cgroup, the child made, entered, removed
+ *   cgargs.c    which options the mode sets, and the refusal of those it cannot (both ways)
+ *   readback.c  a probe connection made inside the cgroup: what the kernel applied
+ *   run.c       socktune --cgroup [OPTIONS] -- PROGRAM
+ *   cgtarget.c  the cgroups a running server's listeners were made in
+ *   cgattach.c  socktune attach --cgroup PID|:PORT, socktune detach PID|:PORT */
+#ifndef SOCKTUNE_CGROUP_H
+#define SOCKTUNE_CGROUP_H
+
+#include <stdio.h>
+
+#include "socktune.h"
+#include "cli.h"
+
+/* ---- bpf.c ---- */
+
+#define CG_PROG_NAME "socktune" /* how ours is told apart from another party's */
+#define CG_MAX_INSNS 1024
+
+/* The program for policy p (client: outgoing connections too; hz: the kernel's, for the
+ * SYN RTO in jiffies) into insns (struct bpf_insn[max]).  The count, or -1 with err. */
+int cg_prog_build(const struct st_policy *p, int client, long long hz,
+                  const struct cli_peer *peers, int npeers, void *insns, int max, char *err,
+                  size_t n);
+/* Build and load it: the program's descriptor (close-on-exec) and *count its instructions,
+ * or -1 with err (the verifier's last words quoted, or what the kernel refused and why). */
+int cg_prog_load(const struct st_policy *p, int client, long long hz,
+                 const struct cli_peer *peers, int npeers, int *count, char *err, size_t n);
+/* Attach prog_fd to the cgroup directory cgroup_fd with a BPF link (BPF_CGROUP_SOCK_OPS): it
+ * is detached when the link's descriptor is closed, by the wrapper or by its death, and it
+ * runs beside other programs there (a link is always BPF_F_ALLOW_MULTI).  The link, or -1. */
+int cg_link_create(int prog_fd, int cgroup_fd, char *err, size_t n);
+/* Attach prog_fd to cgroup_fd with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (socktune attach
+ * --cgroup): it stays after socktune exits, until detached, and runs beside other programs
+ * attached with the same flag.  0, or -1 with err. */
+int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n);
+/* Detach program id from cgroup_fd (BPF_PROG_DETACH of a descriptor got by its id): 0, or -1
+ * with errno. */
+int cg_prog_detach(unsigned id, int cgroup_fd);
+/* The sock_ops programs attached to cgroup_fd itself: ids into ids[max]; the count, or -1. */
+int cg_query(int cgroup_fd, unsigned *ids, int max);
+/* The name of program id ("" when it is gone): 0, or -1 with errno. */
+int cg_prog_name(unsigned id, char *name, size_t n);
+/* The id of the program prog_fd, or 0. */
+unsigned cg_prog_id(int prog_fd);
+
+/* ---- cgroup.c ---- */
+
+/* The mount point of cgroup v2 from /proc/self/mountinfo: 0, or -1 with err. */
+int cg_v2_mount(char *out, size_t n, char *err, size_t en);
+/* The wrapper's own v2 cgroup, as a directory: mount + the 0:: line of /proc/self/cgroup. */
+int cg_own_dir(char *out, size_t n, char *err, size_t en);
+/* Whether path is a directory of a cgroup v2 hierarchy. */
+int cg_is_v2(const char *path);
+/* Make the cgroup dir (*made: 1 when it was made here, 0 when it was there already):
+ * 0, or -1 with err (the cause and the remedy). */
+int cg_make(const char *dir, int *made, char *err, size_t n);
+/* Move the calling process into dir (cgroup.procs): 0 or -1 with errno. */
+int cg_enter(const char *dir);
+/* The pids in dir (cgroup.procs), up to max; the count, or -1. */
+int cg_pids(const char *dir, int *pids, int max);
+/* Remove dir once it is empty, waiting at most ms for the processes left in it (reaping
+ * those that are ours): 0, or -1 with err naming those left. */
+int cg_remove(const char *dir, int ms, char *err, size_t n);
+
+/* ---- cgtarget.c: the cgroups a target's listeners were made in ---- */
+
+struct cg_where {
+	char dir[4096];           /* the cgroup directory */
+	unsigned long long id;    /* its inode, the kernel's cgroup id */
+	int root;                 /* it is the root cgroup: the whole host */
+	int listeners, kept;      /* the target's listeners made there; connections open on them */
+	char now[4096];           /* a PID target: the cgroup it is in now ("" unknown) */
+};
+/* PID or :PORT: 0, or -1 when it is neither. */
+int cg_target_parse(const char *t, int *pid, unsigned *port);
+/* The cgroups target's listeners were made in (sock_diag's INET_DIAG_CGROUP_ID, looked for
+ * under the v2 mount), into w[max]: the count, or -1 with err and *status (EXIT_USAGE: no
+ * target; EXIT_NOT_FOUND: no such process, no listener; 1: the kernel does not say). */
+int cg_target(const char *target, struct cg_where *w, int max, int *status, char *err, size_t n);
+
+/* ---- cgattach.c: socktune attach --cgroup, socktune detach ---- */
+
+struct cg_detach_args {
+	int json, root;  /* --json, --cgroup-root */
+	char **targets;  /* PIDs and :PORTs, NULL-terminated */
+};
+/* attach --cgroup TARGET...: the policy's program attached (BPF_F_ALLOW_MULTI) to each
+ * target's listeners' cgroup, read back there; ours already there replaced. */
+int cg_attach_main(const struct cli *c, const struct st_policy *p);
+enum cli_status cg_detach_parse(int argc, char **argv, struct cg_detach_args *a, FILE *msg);
+int cg_detach_main(const struct cg_detach_args *a);
+void detach_help(FILE *f);
+
+/* ---- cgargs.c ---- */
+
+/* Under --cgroup: an option of p the program cannot set, refused (the mode that sets it
+ * named).  Elsewhere: an option only --cgroup sets, refused.  CLI_GO or CLI_BAD, said. */
+enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *msg);
+/* Whether the program sets option i (an index of st_sockopts) of p on accepted (outgoing:
+ * on outgoing) connections, and the value. */
+int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want);
+
+/* ---- readback.c ---- */
+
+/* A probe connection made by a child moved into dir: what the kernel applied, logged (one
+ * line for the accepted end, one for the outgoing one with client).  0; 1 when a value was
+ * refused (said: nothing may stay attached); -1 when the probe could not be made (said).
+ * Peers that leave out the probe's, 127.0.0.1: not read back, said, 0. */
+int cg_readback(const char *dir, const struct st_policy *p, int client, const struct host *h,
+                int insns, unsigned prog_id, const struct cli_peer *peers, int npeers);
+
+/* ---- run.c ---- */
+
+int cgroup_main(const struct cli *c, const struct st_policy *p);
+
+#endif

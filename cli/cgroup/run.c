@@ -1,0 +1,198 @@
+/* socktune --cgroup [OPTIONS] -- PROGRAM: the program in a cgroup of its own, the policy's
+ * sock_ops program attached there before it starts, so that the kernel tunes each of its
+ * connections (accepted, and outgoing with --client) from the first one, in any language,
+ * without a preload or a pass from outside.
+ *
+ * In order: the program is loaded (a refusal leaves nothing), the cgroup made (under the
+ * wrapper's own, socktune-PID, or --cgroup-path), the program attached with a BPF link, a
+ * probe connection in the cgroup read back; then the program's process, forked, moves
+ * itself into the cgroup, says so, waits for the go and execs.  The wrapper stays as its
+ * parent (the subreaper of what it leaves): it forwards signals, reaps, and when the program
+ * ends, closes the link (the kernel detaches the program: also when the wrapper is killed),
+ * removes the cgroup once it is empty, and ends with the program's status or signal. */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "socktune.h"
+#include "cgroup.h"
+
+#define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
+
+struct cg_state {
+	char dir[4096];
+	int made, cgroup_fd, prog_fd, link_fd;
+};
+
+/* Detach (the link closed), unload, and remove the cgroup made: nothing of ours is left. */
+static void undo(struct cg_state *s)
+{
+	if (s->link_fd >= 0)
+		close(s->link_fd);
+	if (s->prog_fd >= 0)
+		close(s->prog_fd);
+	if (s->cgroup_fd >= 0)
+		close(s->cgroup_fd);
+	s->link_fd = s->prog_fd = s->cgroup_fd = -1;
+	char err[400];
+	if (s->made && cg_remove(s->dir, REMOVE_WAIT_MS, err, sizeof err) != 0)
+		fprintf(stderr, "socktune: --cgroup: %s\n", err);
+	s->made = 0;
+}
+
+static int setup(const struct cli *c, const struct st_policy *p, struct cg_state *s)
+{
+	static struct host h;
+	char err[1024];
+	int insns = 0;
+	read_host(&h);
+	s->prog_fd = cg_prog_load(p, st_on(p, ST_V_CLIENT), h.hz, c->peer, c->npeers, &insns, err, sizeof err);
+	if (s->prog_fd < 0) {
+		fprintf(stderr, "socktune: --cgroup: %s\n", err);
+		return -1;
+	}
+	if (c->cgroup_path) {
+		snprintf(s->dir, sizeof s->dir, "%s", c->cgroup_path);
+	} else {
+		char own[4000];
+		if (cg_own_dir(own, sizeof own, err, sizeof err) != 0) {
+			fprintf(stderr, "socktune: --cgroup: %s\n", err);
+			return -1;
+		}
+		snprintf(s->dir, sizeof s->dir, "%s/socktune-%ld", own, (long)getpid());
+	}
+	char mount[1024], real[4096];
+	if (c->cgroup_path && realpath(s->dir, real) && cg_v2_mount(mount, sizeof mount, err, sizeof err) == 0 &&
+	    strcmp(real, mount) == 0) {
+		fprintf(stderr, "socktune: --cgroup: --cgroup-path %s is the root cgroup, the whole host: "
+		        "give a cgroup of the program's own (or leave --cgroup-path out)\n", s->dir);
+		return -1;
+	}
+	if (cg_make(s->dir, &s->made, err, sizeof err) != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s\n", err);
+		return -1;
+	}
+	s->cgroup_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->cgroup_fd < 0) {
+		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
+		return -1;
+	}
+	s->link_fd = cg_link_create(s->prog_fd, s->cgroup_fd, err, sizeof err);
+	if (s->link_fd < 0) {
+		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, err);
+		return -1;
+	}
+	return cg_readback(s->dir, p, st_on(p, ST_V_CLIENT), &h, insns, cg_prog_id(s->prog_fd), c->peer,
+	                   c->npeers) == 0
+	               ? 0 : -1;
+}
+
+/* The program's process: into the cgroup, said up `said`, the go awaited on `go`, exec. */
+static void child(const struct cli *c, const char *dir, int said, int go, const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+	int e = cg_enter(dir) == 0 ? 0 : errno;
+	if (write(said, &e, sizeof e) != sizeof e || e)
+		_exit(126);
+	char b;
+	if (read(go, &b, 1) != 1) /* the wrapper went: nothing to run in */
+		_exit(126);
+	for (int i = 0; i < ST_V_COUNT; i++) /* (the program is not preloaded: they mean nothing) */
+		if (c->given[i])
+			unsetenv(st_vars[i].env);
+	execvp(c->program[0], c->program);
+	e = errno;
+	fprintf(stderr, "socktune: %s: %s\n", c->program[0],
+	        e == ENOENT ? "command not found" : strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+int cgroup_main(const struct cli *c, const struct st_policy *p)
+{
+	if (!c->program) {
+		usage_error(stderr, "--cgroup: no program to run");
+		return EXIT_USAGE;
+	}
+	if (st_on(p, ST_V_DISABLE)) {
+		fprintf(stderr, "socktune: --cgroup: SOCKTUNE_DISABLE=1 (--disable): %s runs untuned\n",
+		        c->program[0]);
+		fflush(NULL);
+		execvp(c->program[0], c->program);
+		fprintf(stderr, "socktune: %s: %s\n", c->program[0], strerror(errno));
+		return errno == ENOENT ? 127 : 126;
+	}
+	struct cg_state s = {.cgroup_fd = -1, .prog_fd = -1, .link_fd = -1};
+	if (setup(c, p, &s) != 0) {
+		undo(&s);
+		return EXIT_USAGE;
+	}
+	sigset_t set, old;
+	child_sigset(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	struct sigaction chld_was, dfl = {.sa_handler = SIG_DFL};
+	sigaction(SIGCHLD, &dfl, &chld_was);
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* what the program leaves is reaped here */
+	int said[2], go[2];
+	if (pipe2(said, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) {
+		fprintf(stderr, "socktune: --cgroup: pipe: %s\n", strerror(errno));
+		undo(&s);
+		return 126;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "socktune: --cgroup: fork: %s\n", strerror(errno));
+		undo(&s);
+		return 126;
+	}
+	if (pid == 0) {
+		sigaction(SIGCHLD, &chld_was, NULL);
+		close(said[0]);
+		close(go[1]);
+		child(c, s.dir, said[1], go[0], &old);
+	}
+	close(said[1]);
+	close(go[0]);
+	int e = -1;
+	struct pollfd pf = {.fd = said[0], .events = POLLIN};
+	if (poll(&pf, 1, 5000) == 1 && read(said[0], &e, sizeof e) != sizeof e)
+		e = -1;
+	close(said[0]);
+	if (e != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s could not move into %s (%s): not started\n",
+		        c->program[0], s.dir, e > 0 ? strerror(e) : "no word in 5 s");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		undo(&s);
+		return 126;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (write(go[1], "g", 1) != 1) {
+		kill(pid, SIGKILL);
+	}
+	close(go[1]);
+	for (;;) {
+		siginfo_t info;
+		int sig = sigwaitinfo(&set, &info);
+		if (sig > 0 && sig != SIGCHLD) { /* (child.c, as --attach does) */
+			if (!child_sig_done(&info, pid, 1))
+				child_sig_pass(&info, pid);
+			continue;
+		}
+		int status;
+		pid_t r;
+		while ((r = waitpid(-1, &status, WNOHANG)) > 0)
+			if (r == pid) {
+				undo(&s);
+				return child_status(status);
+			}
+	}
+}

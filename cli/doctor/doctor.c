@@ -1,0 +1,552 @@
+/* socktune doctor [PID...|:PORT...] [--seconds N] [--json]: watch the TCP listeners of a
+ * running server, and the connections on them, for a few seconds, changing nothing; then say
+ * which setting cures what was seen (findings.c), with the numbers.
+ *
+ * The window: the listeners' accept queues sampled every 20 ms through sock_diag, every 5 ms
+ * while one is not empty (a burst that fills a queue lasts tens of milliseconds); the
+ * connections, with their tcp_info, every 200 ms; the namespace's TcpExt counters at both
+ * ends.  At the end, with ptrace access,
+ * TCP_NODELAY read on a pidfd_getfd copy of each listener and of the worst connections:
+ * sock_diag does not report it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "socktune_host.h"
+#include "socktune_opts.h"
+#include "doctor.h"
+
+
+#define TICK_MS 20           /* listener samples: 50 a second */
+#define BUSY_TICK_MS 5       /* ... 200 while an accept queue holds connections */
+#define CONN_EVERY_MS 200    /* connection samples, at most */
+#define MAX_CONNS 100000     /* connections followed over the window (~70 MB) */
+#define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
+                     1u << TS_CLOSE_WAIT | 1u << TS_LAST_ACK | 1u << TS_CLOSING)
+
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ---- the samples ---- */
+
+struct sample_ctx {
+	struct doctor *d;
+	int ns;
+	int first;                 /* the first sample: listeners are found */
+	const struct holders *hs;  /* who holds what (first sample) */
+	const int *pids;           /* PID targets (NULL: all) */
+	int npids;
+	const unsigned *ports;     /* :PORT targets */
+	int nports;
+	int with_info;
+	long long count;           /* connections in this sample */
+	double t;                  /* when the sample began */
+};
+
+static int wanted(const struct sample_ctx *x, const struct diag_sock *s)
+{
+	if (x->nports) {
+		for (int k = 0; k < x->nports; k++)
+			if (x->ports[k] == s->sport)
+				return 1;
+		if (!x->pids)
+			return 0;
+	}
+	if (!x->pids)
+		return 1;
+	const struct holder *h = holders_find(x->hs, s->inode);
+	for (; h && h < x->hs->h + x->hs->n && h->ino == s->inode; h++)
+		for (int k = 0; k < x->npids; k++)
+			if (h->pid == x->pids[k])
+				return 1;
+	return 0;
+}
+
+/* The holder of a listener whose parent holds it not: a prefork master, not its workers */
+static int service_of(const struct doc_listener *l)
+{
+	for (int o = 0; o < l->nowners; o++) {
+		int parent = ppid_of(l->owners[o].pid), up = 0;
+		for (int k = 0; k < l->nowners; k++)
+			up |= l->owners[k].pid == parent;
+		if (!up)
+			return o;
+	}
+	return l->nowners ? 0 : -1;
+}
+
+/* Every process holding listener l (one entry each, however many descriptors), the
+ * service's one, and how it would start again: read now, while it runs */
+static void holders_of(const struct doctor *d, struct doc_listener *l, const struct holders *hs)
+{
+	for (const struct holder *h = holders_find(hs, l->inode);
+	     h && h < hs->h + hs->n && h->ino == l->inode; h++) {
+		if (l->nowners && l->owners[l->nowners - 1].pid == h->pid)
+			continue; /* (sorted by pid: the same process again) */
+		if (l->nowners == DOC_MAX_OWNERS) {
+			l->owners_more++;
+			continue;
+		}
+		struct doc_owner *o = &l->owners[l->nowners++];
+		o->pid = h->pid;
+		o->fd = h->fd;
+		comm_of(h->pid, o->comm, sizeof o->comm);
+	}
+	l->service = service_of(l);
+	if (l->service < 0)
+		return;
+	int pid = l->owners[l->service].pid;
+	for (const struct doc_listener *k = d->l; k < l; k++)
+		if (k->service >= 0 && k->owners[k->service].pid == pid) {
+			l->start = k->start; /* (a process with many listeners: read once) */
+			return;
+		}
+	doc_start_of(pid, &l->start);
+}
+
+static void on_listener(const struct diag_sock *s, void *ctx)
+{
+	struct sample_ctx *x = ctx;
+	struct doctor *d = x->d;
+	struct doc_listener *l = NULL;
+	for (int k = 0; k < d->nl && !l; k++)
+		if (d->l[k].inode == s->inode && d->l[k].ns == x->ns)
+			l = &d->l[k];
+	if (!l) {
+		if (!x->first || !wanted(x, s))
+			return;
+		if (d->nl == DOC_MAX_LISTENERS) {
+			d->listeners_dropped++;
+			return;
+		}
+		l = &d->l[d->nl++];
+		memset(l, 0, sizeof *l);
+		l->ns = x->ns;
+		l->family = s->family;
+		l->port = s->sport;
+		memcpy(l->addr, s->src, 16);
+		l->inode = s->inode;
+		l->asked = -1;
+		l->nodelay = -1;
+		holders_of(d, l, x->hs);
+	}
+	l->backlog = s->wqueue;
+	l->queue_now = s->rqueue;
+	if (s->rqueue > l->queue_peak)
+		l->queue_peak = s->rqueue;
+	l->queued_samples += s->rqueue > 0;
+	if (s->has_mem) {
+		l->mem_samples++;
+		l->rb = s->mem[MEM_RCVBUF];
+		l->tb = s->mem[MEM_SNDBUF];
+		if (x->first)
+			l->drops_first = s->mem[MEM_DROPS];
+		l->drops_last = s->mem[MEM_DROPS];
+	}
+	l->seen_last = 1;
+}
+
+/* The listener a connection was accepted from: same namespace and port, same address or a
+ * wildcard one (an IPv6 wildcard listener takes IPv4 connections too, as IPv6 sockets). */
+static int listener_of(const struct doctor *d, int ns, const struct diag_sock *s)
+{
+	int wild = -1;
+	for (int k = 0; k < d->nl; k++) {
+		const struct doc_listener *l = &d->l[k];
+		int m = l->ns != ns ? 0 : diag_listener_takes(l->family, l->addr, l->port, s->family,
+		                                               s->src, s->sport);
+		if (m == 2)
+			return k;
+		/* a wildcard of the connection's own family first (0.0.0.0 and a v6only [::]) */
+		if (m == 1 && (wild < 0 || l->family == s->family))
+			wild = k;
+	}
+	return wild;
+}
+
+/* The connection table: open addressing on the socket cookie, the index doubled as it fills */
+static size_t *conn_index;
+static size_t conn_index_cap;
+
+static struct doc_conn *conn_find(struct doctor *d, unsigned long long cookie, int add)
+{
+	if (add && 2 * (d->nc + 1) > conn_index_cap) {
+		size_t cap = conn_index_cap ? 2 * conn_index_cap : 4096;
+		size_t *idx = malloc(cap * sizeof *idx);
+		if (!idx)
+			return NULL;
+		for (size_t k = 0; k < cap; k++)
+			idx[k] = SIZE_MAX;
+		for (size_t k = 0; k < d->nc; k++)
+			for (size_t h = d->c[k].cookie * 0x9e3779b97f4a7c15ull;; h++)
+				if (idx[h & (cap - 1)] == SIZE_MAX) {
+					idx[h & (cap - 1)] = k;
+					break;
+				}
+		free(conn_index);
+		conn_index = idx;
+		conn_index_cap = cap;
+	}
+	if (!conn_index_cap)
+		return NULL;
+	for (size_t h = cookie * 0x9e3779b97f4a7c15ull;; h++) {
+		size_t *slot = &conn_index[h & (conn_index_cap - 1)];
+		if (*slot == SIZE_MAX) {
+			if (!add)
+				return NULL;
+			if (d->nc == d->cap) {
+				size_t cap = d->cap ? 2 * d->cap : 1024;
+				struct doc_conn *c = realloc(d->c, cap * sizeof *c);
+				if (!c)
+					return NULL;
+				d->c = c;
+				d->cap = cap;
+			}
+			*slot = d->nc;
+			struct doc_conn *c = &d->c[d->nc++];
+			memset(c, 0, sizeof *c);
+			c->cookie = cookie;
+			return c;
+		}
+		if (d->c[*slot].cookie == cookie)
+			return &d->c[*slot];
+	}
+}
+
+static void on_conn(const struct diag_sock *s, void *ctx)
+{
+	struct sample_ctx *x = ctx;
+	struct doctor *d = x->d;
+	int l = listener_of(d, x->ns, s);
+	if (l < 0 || !s->info_len)
+		return;
+	x->count++;
+	struct doc_conn *c = conn_find(d, s->cookie, 0);
+	if (!c) {
+		if (d->nc >= MAX_CONNS) {
+			d->conns_dropped++;
+			return;
+		}
+		if (!(c = conn_find(d, s->cookie, 1)))
+			return;
+		c->listener = l;
+		c->inode = s->inode;
+		c->first = *s;
+		c->first_t = x->t;
+		c->from_start = x->first;
+		c->nodelay = -1;
+		c->pid = c->fd = -1;
+		d->l[l].conns++;
+	}
+	if (!c->inode) /* (0 while it waited in the accept queue) */
+		c->inode = s->inode;
+	c->last = *s;
+	c->last_t = x->t;
+	c->samples++;
+	if (s->ti.rtt > c->max_rtt)
+		c->max_rtt = s->ti.rtt;
+	if (s->ti.ato > c->max_ato)
+		c->max_ato = s->ti.ato;
+}
+
+/* A dump the kernel refused or cut short: counted, said once, and the socket made again (an
+ * answer left half read would make the next request EBUSY).  Returns -1 on the first. */
+static int dump_failed(struct doctor *d, struct doc_ns *ns, int err)
+{
+	if (!d->dump_errors++)
+		snprintf(d->dump_error, sizeof d->dump_error, "sock_diag dump: %s", strerror(-err));
+	close(ns->nl);
+	ns->nl = diag_open(ns->pid);
+	if (ns->nl < 0) {
+		snprintf(ns->error, sizeof ns->error, "sock_diag: %s", strerror(-ns->nl));
+		ns->nl = -1;
+	}
+	return -1;
+}
+
+static int sample(struct doctor *d, const struct holders *hs, const int *pids, int npids,
+                  const unsigned *ports, int nports, int first, int conns, int with_info)
+{
+	int rc = 0;
+	for (int k = 0; k < d->nns; k++) {
+		if (d->ns[k].nl < 0)
+			continue;
+		struct sample_ctx x = {d, k, first, hs, pids, npids, ports, nports, with_info, 0, 0};
+		double t = now_s();
+		for (int j = 0; j < d->nl; j++)
+			d->l[j].seen_last = d->l[j].ns == k ? 0 : d->l[j].seen_last;
+		int n = diag_dump(d->ns[k].nl, 1u << TS_LISTEN, with_info, on_listener, &x);
+		d->listener_sample_us += (now_s() - t) * 1e6;
+		d->listener_samples++;
+		if (n < 0) {
+			rc = dump_failed(d, &d->ns[k], n);
+			continue;
+		}
+		if (!conns || !d->nl)
+			continue;
+		x.t = t = now_s();
+		if (k == 0)
+			d->conns_dropped = 0; /* (the last sample's count is reported) */
+		n = diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
+		d->conn_sample_us += (now_s() - t) * 1e6;
+		d->conn_samples++;
+		if (n < 0)
+			rc = dump_failed(d, &d->ns[k], n);
+		d->final_t = x.t;
+		if (x.count > d->max_conns_in_sample)
+			d->max_conns_in_sample = x.count;
+	}
+	return rc;
+}
+
+/* ---- the command ---- */
+
+/* Whether this kernel has a socket option (ENOPROTOOPT: not yet) */
+static int kernel_has(int level, int opt)
+{
+	long long v;
+	int fd = probe_socket(), ok = fd >= 0 && probe_get_int(fd, level, opt, &v) == 0;
+	probe_close(fd);
+	return ok;
+}
+
+void doctor_help(FILE *f)
+{
+	fprintf(f,
+	        "usage: socktune doctor [--seconds N] [--json] [PID...|:PORT...]\n"
+	        "\n"
+	        "Watches a running server's TCP listeners and connections (all of this network\n"
+	        "namespace's, or those of the processes and ports given) for N seconds, then says\n"
+	        "what it saw (accept queue overflows, stalls on a delayed ACK, clamped buffers,\n"
+	        "retransmits) and the setting that cures each, as commands that run as printed.\n"
+	        "Nothing of the server is changed.\n"
+	        "\n"
+	        "Options:\n");
+	help_entry(f, "--seconds N", "watch for N seconds (0.1 to 3600; default 5)", NULL);
+	help_entry(f, "--json", "print JSON", NULL);
+	help_entry(f, "--help", "", NULL);
+	fprintf(f, "\n"
+	           "Exit status: 0 when nothing worse than information was found; 1 with a warning\n"
+	           "or a critical finding; 2 for a bad option; 3 when a target is not found (no\n"
+	           "such process, no listener on the port) or nothing can be looked at; 130 on\n"
+	           "SIGINT, 143 on SIGTERM, after the report of what was seen so far.\n");
+}
+
+enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
+{
+	memset(d, 0, sizeof *d);
+	d->seconds = 5;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+			return CLI_HELP;
+		if (strcmp(a, "--json") == 0) {
+			d->json = 1;
+		} else if (strcmp(a, "--seconds") == 0 || strncmp(a, "--seconds=", 10) == 0) {
+			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+			char *end;
+			double s = v ? strtod(v, &end) : 0;
+			if (!v || end == v || *end || !(s >= 0.1 && s <= 3600))
+				return usage_error(msg, "doctor --seconds %s: a number of seconds, 0.1 to 3600",
+				                   v ? v : "(missing)");
+			d->seconds = s;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error(msg, "doctor: unknown option %s (--seconds N, --json)", a);
+		} else if (d->ntargets == (int)(sizeof d->targets / sizeof *d->targets)) {
+			return usage_error(msg, "doctor: at most %zu targets",
+			                   sizeof d->targets / sizeof *d->targets);
+		} else {
+			char *end;
+			long v = strtol(a[0] == ':' ? a + 1 : a, &end, 10);
+			if (*end || end == a + (a[0] == ':') || v < 1 || v > (a[0] == ':' ? 65535 : INT_MAX))
+				return usage_error(msg, "doctor %s: not a pid or :PORT (:1 to :65535)", a);
+			d->targets[d->ntargets++] = a;
+		}
+	}
+	return CLI_GO;
+}
+
+/* The targets' words: :PORTs and pids; a pid whose descriptors cannot be read is said */
+static int split_targets(const struct doctor *d, int *pids, int *npids, unsigned *ports,
+                         int *nports)
+{
+	for (int k = 0; k < d->ntargets; k++) {
+		const char *a = d->targets[k];
+		if (a[0] == ':') {
+			ports[(*nports)++] = (unsigned)strtoul(a + 1, NULL, 10);
+			continue;
+		}
+		int pid = (int)strtol(a, NULL, 10);
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/fd", pid);
+		if (access(path, R_OK) != 0) {
+			int err = errno;
+			if (err == ENOENT)
+				return doctor_fail(d, 3, "doctor %d: no such process", pid);
+			return doctor_fail(d, 3, "doctor %d: cannot read %s: %s (the same uid, or root)",
+			                   pid, path, strerror(err));
+		}
+		pids[(*npids)++] = pid;
+	}
+	return 0;
+}
+
+/* Which of the targets has no listener: said, one line each, and appended to why ("; "
+ * between) */
+static int say_missing(const struct doctor *d, const int *pids, int npids, const unsigned *ports,
+                       int nports, char *why, size_t n)
+{
+	int missing = 0;
+	char line[160];
+	for (int k = 0; k < npids; k++) {
+		int found = 0;
+		for (int j = 0; j < d->nl; j++)
+			for (int o = 0; o < d->l[j].nowners; o++)
+				found |= d->l[j].owners[o].pid == pids[k];
+		if (!found) {
+			snprintf(line, sizeof line, "doctor %d: no TCP listener of this process (in its "
+			         "network namespace): nothing to watch", pids[k]);
+			fprintf(stderr, "socktune: %s\n", line);
+			doc_say(why, n, "%s%s", why[0] ? "; " : "", line);
+		}
+		missing += !found;
+	}
+	for (int k = 0; k < nports; k++) {
+		int found = 0;
+		for (int j = 0; j < d->nl; j++)
+			found |= d->l[j].port == ports[k];
+		if (!found) {
+			snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here: "
+			         "nothing to watch", ports[k]);
+			fprintf(stderr, "socktune: %s\n", line);
+			doc_say(why, n, "%s%s", why[0] ? "; " : "", line);
+		}
+		missing += !found;
+	}
+	return missing;
+}
+
+int doctor_main(struct doctor *d)
+{
+	/* with 0-2 closed, the first socket opened would take one: the report would go into it */
+	int no_stdout = fcntl(1, F_GETFD) < 0;
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+			return 3;
+	if (no_stdout) {
+		fprintf(stderr, "socktune: doctor: stdout is closed: no report to write\n");
+		return 3;
+	}
+	int pids[64], npids = 0;
+	unsigned ports[64];
+	int nports = 0;
+	if (split_targets(d, pids, &npids, ports, &nports) != 0)
+		return 3;
+	if (doc_ns_add(d, 0) < 0)
+		return doctor_fail(d, 3, "doctor: cannot read this network namespace");
+	for (int k = 0; k < npids; k++)
+		doc_ns_add(d, pids[k]);
+	char why[1024] = ""; /* under --json, what the error document says */
+	for (int k = 0; k < d->nns; k++) {
+		if (d->ns[k].nl < 0) {
+			fprintf(stderr, "socktune: doctor: %s\n", d->ns[k].error);
+			doc_say(why, sizeof why, "%sdoctor: %s", why[0] ? "; " : "", d->ns[k].error);
+		}
+		doc_ns_counters(&d->ns[k], d->ns[k].start);
+	}
+	d->rto_min_us = kernel_has(IPPROTO_TCP, TCP_RTO_MIN_US);
+	d->delack_max_us = kernel_has(IPPROTO_TCP, TCP_DELACK_MAX_US);
+	/* every process: a listener's holders are a prefork master and its workers, whichever
+	 * pid was given */
+	struct holders hs = {0};
+	holders_scan(&hs, NULL, 0);
+	stop_on_signals(); /* the report of what was seen so far, then the signal's status */
+	signal(SIGPIPE, SIG_IGN);
+	double t0 = now_s(), end = t0 + d->seconds;
+	if (sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1) != 0 &&
+	    (d->ns[0].nl < 0 || !d->nl)) {
+		free(hs.h);
+		return doctor_fail(d, 3, "doctor: %s: nothing to look at", d->dump_error);
+	}
+	/* listeners are found in the first sample only: a target with none now has none to
+	 * watch, and when no target has one there is nothing to wait for */
+	int missing = say_missing(d, pids, npids, ports, nports, why, sizeof why);
+	if ((npids || nports) && missing == npids + nports) {
+		free(hs.h);
+		if (d->json)
+			rec_error_json(stdout, "doctor", why, 3);
+		return 3;
+	}
+	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
+	 * and drains one in tens of milliseconds); the connections every 200 ms */
+	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
+	for (long n = 0; !stop_signal && now_s() < end && n < 10000000; n++) {
+		int busy = 0;
+		for (int k = 0; k < d->nl; k++)
+			busy |= d->l[k].queue_now > 0;
+		struct timespec ts = {0, (busy ? BUSY_TICK_MS : TICK_MS) * 1000000L};
+		nanosleep(&ts, NULL);
+		int conns = now_s() >= next_conn;
+		double before = d->conn_sample_us;
+		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
+		/* the next connection sample in 200 ms, or in 20 times what this one took: with
+		 * tens of thousands of connections the samples keep to about 5% of a CPU */
+		double took = (d->conn_sample_us - before) / 1e6, gap = CONN_EVERY_MS / 1000.0;
+		if (conns)
+			next_conn = now_s() + (20 * took > gap ? 20 * took : gap);
+	}
+	d->interrupted = stop_signal != 0;
+	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
+	d->elapsed_s = now_s() - t0;
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		d->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	for (int k = 0; k < d->nns; k++)
+		doc_ns_counters(&d->ns[k], d->ns[k].end);
+	free(hs.h);
+	if (d->listener_samples)
+		d->listener_sample_us /= (double)d->listener_samples;
+	if (d->conn_samples)
+		d->conn_sample_us /= (double)d->conn_samples;
+	doc_look_at_holders(d);
+	doc_routes_back(d);
+	if (d->dump_errors)
+		fprintf(stderr, "socktune: doctor: %lld samples incomplete: %s\n", d->dump_errors,
+		        d->dump_error);
+	if (d->interrupted)
+		fprintf(stderr, "socktune: doctor: interrupted (%s) after %.1f s of %.1f: the window "
+		        "is short\n", stop_name(), d->elapsed_s, d->seconds);
+	static struct doc_findings fs;
+	doctor_findings(d, &fs);
+	if (d->json)
+		doctor_print_json(stdout, d, &fs);
+	else
+		doctor_print_text(stdout, d, &fs);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "socktune: doctor: the report could not be written: %s\n",
+		        strerror(errno));
+		doctor_findings_free(&fs);
+		return 3;
+	}
+	int status = doctor_status(&fs);
+	doctor_findings_free(&fs);
+	return status; /* (after a signal, main ends by it) */
+}

@@ -1,0 +1,55 @@
+/* socktune doctor: what its parts share.  diag.c reads sockets through NETLINK_SOCK_DIAG,
+ * doctor.c samples the listeners and their connections over the window, findings.c turns
+ * the numbers into findings with their evidence and fixes, doctor_out.c prints them.
+ * Internal to cli/.  (The sock_diag and holder readers: host/diag.h; the record of a
+ * window, struct doctor: findings/window.h; the rules: findings/findings.h.) */
+#ifndef SOCKTUNE_DOCTOR_H
+#define SOCKTUNE_DOCTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "record.h"
+#include "diag.h"
+#include "window.h"
+#include "findings.h"
+
+/* ---- startcmd.c: how a running process would be started again ---- */
+
+/* From /proc/PID: cmdline checked against exe (a title the program wrote over its argv is
+ * no command), cwd, and for a VM its launcher exec'd in the same process (Erlang's erl). */
+void doc_start_of(int pid, struct doc_start *out);
+
+/* ---- doctor.c: the window's samples (into window.h's record) ---- */
+
+extern const char *const doc_counter_names[C_COUNT]; /* TcpExt's names of C_* */
+
+/* netns.c: the namespace of pid (0: ours) among d's, added with its sock_diag socket and
+ * limits when new; its index, or -1 */
+int doc_ns_add(struct doctor *d, int pid);
+void doc_ns_counters(const struct doc_ns *ns, long long *out); /* now, -1 each unreadable */
+/* Each listener's route_fix: the route, in its namespace, to the peer of its last connection
+ * seen, when that route lacks quickack (check --route's lookup) */
+void doc_routes_back(struct doctor *d);
+
+/* doctor_look.c: at the window's end, each connection's holder (pid, fd) and the TCP_NODELAY
+ * of the listeners and of the worst connections */
+void doc_look_at_holders(struct doctor *d);
+
+enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
+int doctor_main(struct doctor *d);
+void doctor_help(FILE *f);
+
+/* ---- doctor_out.c ---- */
+void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_findings *fs);
+void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_findings *fs);
+/* A failure: the message ("doctor ...") on stderr, and under --json the error
+ * document on stdout (record.h's rec_error_json); returns status */
+int doctor_fail(const struct doctor *d, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Connections of listener l (-1: all), worst first: indexes into d->c, at most max. */
+size_t doctor_worst(const struct doctor *d, int l, size_t *idx, size_t max);
+
+#endif

@@ -1,0 +1,94 @@
+/* What doctor reads at the window's end from the processes: which one holds each connection
+ * (a prefork worker, a backend forked per connection: not the listener's holder), and
+ * TCP_NODELAY, which sock_diag does not report, through a pidfd_getfd copy of each listener
+ * and of the worst connections (ptrace access: the same uid and a dumpable target, or
+ * CAP_SYS_PTRACE). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "doctor.h"
+
+#define MAX_NODELAY_LOOKS 256
+
+/* The pidfd of the last process looked at: its connections come one after another, so one
+ * pidfd_open serves all of them (-1 for pid 0 closes it) */
+static int pidfd_for(int pid)
+{
+	static int last_pid, last_fd = -1;
+	if (pid == last_pid && last_fd >= 0)
+		return last_fd;
+	if (last_fd >= 0)
+		close(last_fd);
+	last_pid = pid;
+	last_fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	return last_fd;
+}
+
+static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t n)
+{
+	int pidfd = pidfd_for(pid);
+	if (pidfd < 0) {
+		snprintf(why, n, "pidfd_open %d: %s", pid, strerror(errno));
+		return -2;
+	}
+	int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	int err = errno;
+	if (copy < 0) {
+		snprintf(why, n, "pidfd_getfd %d: %s%s", pid, strerror(err),
+		         err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
+		return -2;
+	}
+	struct stat sb;
+	long long v = -1;
+	if (fstat(copy, &sb) != 0 || (unsigned long long)sb.st_ino != ino) {
+		snprintf(why, n, "the descriptor now names another socket");
+	} else if (probe_get_int(copy, IPPROTO_TCP, TCP_NODELAY, &v) != 0) {
+		snprintf(why, n, "getsockopt TCP_NODELAY: %s", strerror(errno));
+		v = -2;
+	}
+	close(copy);
+	return v < 0 ? -2 : v != 0;
+}
+
+void doc_look_at_holders(struct doctor *d)
+{
+	for (int k = 0; k < d->nl; k++) {
+		struct doc_listener *l = &d->l[k];
+		if (!l->nowners) {
+			l->nodelay = -2;
+			snprintf(l->nodelay_why, sizeof l->nodelay_why, "no process here holds it that "
+			         "this user may see");
+			continue;
+		}
+		l->nodelay = nodelay_of(l->owners[0].pid, l->owners[0].fd, l->inode, l->nodelay_why,
+		                        sizeof l->nodelay_why);
+	}
+	if (!d->nc) {
+		pidfd_for(0);
+		return;
+	}
+	struct holders hs = {0};
+	holders_scan(&hs, NULL, 0); /* every process: a connection's holder may hold no listener */
+	for (size_t k = 0; k < d->nc; k++) {
+		struct doc_conn *c = &d->c[k];
+		const struct holder *h = c->inode ? holders_find(&hs, c->inode) : NULL;
+		c->pid = h ? h->pid : -1; /* (closed, or held by a process we may not see) */
+		c->fd = h ? h->fd : -1;
+	}
+	size_t *worst = malloc(MAX_NODELAY_LOOKS * sizeof *worst);
+	size_t n = worst ? doctor_worst(d, -1, worst, MAX_NODELAY_LOOKS) : 0;
+	for (size_t k = 0; k < n; k++) {
+		struct doc_conn *c = &d->c[worst[k]];
+		char why[96];
+		c->nodelay = c->pid < 0 ? -2 : nodelay_of(c->pid, c->fd, c->inode, why, sizeof why);
+	}
+	free(worst);
+	free(hs.h);
+	pidfd_for(0);
+}

@@ -1,0 +1,144 @@
+/* The record of a window that doctor's rules judge: the namespaces' counters at both ends,
+ * each listener's numbers and holders, each connection's first and last sample.  Doctor fills
+ * it from its own samples (cli/doctor/), watch from its listener samples (cli/watch/); the
+ * rules (findings.h) read it.  What fills it is no concern of this header, so neither
+ * subcommand needs the other's.  Internal to cli/. */
+#ifndef SOCKTUNE_WINDOW_H
+#define SOCKTUNE_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "diag.h"
+
+/* How a running process would be started again (doctor's startcmd.c reads it; a fix that
+ * restarts the service prints it) */
+struct doc_start {
+	int known;         /* argv, run from dir, starts the program as it was started */
+	unsigned reach;    /* inspect_program's P_* flags of its program: LD_PRELOAD misses it */
+	long uid;          /* the user it runs as (/proc/PID's owner), -1 unknown */
+	char dir[1024];    /* its working directory, one shell word */
+	char env[1024];    /* its SOCKTUNE_* variables as shell words, each followed by a space
+	                    * (a server started under socktune keeps its settings) */
+	char argv[2048];   /* the program and its arguments, shell words */
+	char why[400];     /* !known: why no command can be given */
+};
+
+#define DOC_MAX_NS 16
+#define DOC_MAX_LISTENERS 256
+#define DOC_MAX_OWNERS 32
+
+/* The counters of a network namespace, at the start and the end of the window */
+enum { C_LISTEN_OVERFLOWS, C_LISTEN_DROPS, C_SYN_RETRANS, C_RETRANS_SEGS, C_TIMEOUTS,
+       C_RCVQ_DROP, C_PRUNE, C_COUNT };
+
+struct doc_ns {
+	unsigned long long ino; /* of /proc/PID/ns/net */
+	int pid;                /* one process in it (0: ours) */
+	int nl;                 /* its sock_diag socket, -1 when not reachable */
+	int ours;
+	long long start[C_COUNT], end[C_COUNT]; /* -1: unreadable */
+	long long somaxconn, rmem_max, wmem_max, tcp_mem[3], rmem[3], wmem[3];
+	char error[160];
+	char name[256]; /* its name under /run/netns (ip netns), one shell word; "" none */
+};
+
+/* counter k's change over the window, -1 when it was unreadable at either end */
+static inline long long doc_ns_delta(const struct doc_ns *ns, int k)
+{
+	return ns->start[k] >= 0 && ns->end[k] >= 0 ? ns->end[k] - ns->start[k] : -1;
+}
+
+struct doc_owner {
+	int pid, fd;
+	char comm[32];
+};
+
+struct doc_listener {
+	int ns; /* index into doctor.ns */
+	int family;
+	unsigned port;
+	unsigned char addr[16];
+	unsigned long long inode;
+	unsigned backlog, queue_now, queue_peak;
+	int queued_samples;        /* samples that saw a connection waiting in its queue */
+	long long asked;           /* the backlog the application asked, -1 unknown */
+	uint32_t rb, tb;
+	/* connection attempts it dropped (its sk_drops: the kernel counts each ListenDrops on
+	 * the listener too), at the first and the last sample */
+	uint32_t drops_first, drops_last;
+	int mem_samples;           /* samples that carried them: 2 or more, the drops are known */
+	int nodelay;               /* 1, 0, -1 not looked at, -2 could not look */
+	char nodelay_why[96];
+	struct doc_owner owners[DOC_MAX_OWNERS];
+	int nowners, owners_more;  /* holders named, and those past DOC_MAX_OWNERS */
+	int service;               /* index into owners of the holder whose parent holds it not
+	                            * (a prefork master), -1 none */
+	long long conns;           /* connections seen on it over the window */
+	int seen_last;             /* present in the last listener sample (else closed meanwhile) */
+	struct doc_start start;    /* how the service's process would start again, read at once */
+	char route_fix[600];       /* `ip route change ... quickack 1` for the route back to a
+	                            * peer of it, when that route lacks it ("" unknown) */
+	char route_peer[64];       /* that peer's address ("" none seen) */
+};
+
+/* The connection attempts a listener dropped over the window are known: its drop count was
+ * read at two samples, the last at the window's end (else it closed meanwhile) */
+static inline int doc_drops_known(const struct doc_listener *l)
+{
+	return l->mem_samples >= 2 && l->seen_last;
+}
+
+/* A connection on one of the listeners, over the window: the first and the last sample */
+struct doc_conn {
+	int listener;
+	unsigned long long inode, cookie;
+	struct diag_sock first, last;
+	int samples;
+	int from_start;            /* open when the window began: its counters count since */
+	double first_t, last_t;    /* when the first and the last sample saw it (monotonic s) */
+	uint32_t max_rtt, max_ato;
+	int nodelay; /* as on doc_listener */
+	int pid, fd; /* its holder, -1 when not found */
+};
+
+
+struct doctor {
+	int json;
+	double seconds;
+	const char *targets[64];
+	int ntargets;
+	struct doc_ns ns[DOC_MAX_NS];
+	int nns;
+	struct doc_listener l[DOC_MAX_LISTENERS];
+	int nl;
+	struct doc_conn *c;
+	size_t nc, cap;
+	int conns_dropped, listeners_dropped; /* past the tables' caps (connections: in the last
+	                                       * sample) */
+	int ns_dropped;                       /* targets in namespaces past DOC_MAX_NS */
+	long long dump_errors;                /* samples the kernel refused or cut short */
+	char dump_error[120];                 /* the first one's reason */
+	int interrupted;                      /* a signal ended the window early */
+	double final_t;                       /* when the last connection sample began */
+	int rto_min_us, delack_max_us;        /* this kernel has TCP_RTO_MIN_US, TCP_DELACK_MAX_US */
+	/* what the sampling cost */
+	long long listener_samples, conn_samples;
+	double listener_sample_us, conn_sample_us; /* mean wall time of one */
+	long long max_conns_in_sample;
+	double elapsed_s, cpu_ms; /* the window's wall time; doctor's own CPU time over it */
+};
+
+/* A counter of tcp_info over the window: since the first sample for a connection open when
+ * it began, else since the connection began (within the window). */
+#define DOC_DELTA(c, f) \
+	((c)->from_start ? (c)->last.ti.f - (c)->first.ti.f : (c)->last.ti.f)
+
+/* record.h's key of counter k (C_*) */
+#define DOC_COUNTER_KEY(k) (K_LISTEN_OVERFLOWS + (k))
+_Static_assert(K_PRUNE_CALLED - K_LISTEN_OVERFLOWS == C_COUNT - 1,
+               "record.h's counters follow window.h's C_* order");
+
+
+#endif

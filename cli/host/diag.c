@@ -1,0 +1,293 @@
+/* Reading TCP sockets without a descriptor: NETLINK_SOCK_DIAG dumps (inet_diag_req_v2), the
+ * way ss(8) does.  For a listener the kernel reports its accept queue now (idiag_rqueue) and
+ * the backlog in force (idiag_wqueue); for a connection its tcp_info and memory.  A dump sees
+ * the sockets of the netlink socket's own network namespace: diag_open makes one inside the
+ * target's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "diag.h"
+#include "netlink.h"
+
+/* sock_diag's ABI (linux/inet_diag.h, linux/sock_diag.h), written out as netlink.h is */
+struct diag_id {
+	uint16_t sport, dport; /* network order */
+	uint32_t src[4], dst[4];
+	uint32_t ifindex;
+	uint32_t cookie[2];
+};
+struct diag_req {
+	uint8_t family, protocol, ext, pad;
+	uint32_t states;
+	struct diag_id id;
+};
+struct diag_msg {
+	uint8_t family, state, timer, retrans;
+	struct diag_id id;
+	uint32_t expires, rqueue, wqueue, uid, inode;
+};
+enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, INET_DIAG_INFO_ = 2,
+       INET_DIAG_SKMEMINFO_ = 7, INET_DIAG_CGROUP_ID_ = 21, INET_DIAG_REQ_BYTECODE_ = 1,
+       INET_DIAG_BC_JMP_ = 1, INET_DIAG_BC_S_EQ_ = 11 };
+/* One instruction of the kernel's filter (inet_diag_bc_op): on a match go yes bytes on, else
+ * no bytes (JMP: always no); a socket is reported when the run ends exactly at the program's
+ * end, dropped when it jumps 4 bytes past it.  S_EQ takes two: the second's `no` is the
+ * local port.  The kernel checks that every `no` lands on an instruction reached by `yes`
+ * steps, so an "or" is each test falling into a jump to the end, its `no` the next test. */
+struct diag_bc_op {
+	uint8_t code, yes;
+	uint16_t no;
+};
+
+/* The layout above is the kernel's: a few offsets checked against linux/tcp.h's */
+_Static_assert(offsetof(struct diag_tcp_info, rto) == 8, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, total_retrans) == 100, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, pacing_rate) == 104, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, busy_time) == 168, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, snd_wnd) == 228, "tcp_info layout");
+_Static_assert(offsetof(struct diag_tcp_info, total_rto_time) == 244, "tcp_info layout");
+_Static_assert(sizeof(struct diag_msg) == 72, "inet_diag_msg layout");
+_Static_assert(sizeof(struct diag_req) == 56, "inet_diag_req_v2 layout");
+
+#define DIAG_TIMEOUT_S 2          /* for each datagram of the kernel's answer */
+
+long diag_interrupted;
+#define DIAG_MAX_READS (1 << 20)  /* datagrams of one dump (each holds dozens of sockets) */
+
+int diag_enter(int pid)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+	if (stat(path, &theirs) != 0)
+		return -errno;
+	if (stat("/proc/self/ns/net", &mine) == 0 && mine.st_ino == theirs.st_ino &&
+	    mine.st_dev == theirs.st_dev)
+		return DIAG_SAME_NS;
+	int ns = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int err = ns < 0 || self < 0 ? errno : setns(ns, CLONE_NEWNET) != 0 ? errno : 0;
+	if (ns >= 0)
+		close(ns);
+	if (err && self >= 0)
+		close(self);
+	return err ? -err : self;
+}
+
+int diag_leave(int self)
+{
+	if (self == DIAG_SAME_NS)
+		return 0;
+	int rc = setns(self, CLONE_NEWNET); /* (cannot fail: it is where we were) */
+	close(self);
+	return rc;
+}
+
+int diag_open(int pid)
+{
+	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS; /* sockets are made in the caller's */
+	if (self < 0 && self != DIAG_SAME_NS)
+		return self;
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
+	int err = fd < 0 ? errno : 0;
+	if (diag_leave(self) != 0) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
+	return fd >= 0 ? fd : -err;
+}
+
+void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(family, a, host, sizeof host);
+	snprintf(out, n, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+int diag_listener_takes(int lfamily, const unsigned char *laddr, unsigned lport, int family,
+                        const unsigned char *addr, unsigned port)
+{
+	static const unsigned char zero[16];
+	size_t alen = lfamily == AF_INET6 ? 16 : 4;
+	if (lport != port)
+		return 0;
+	if (lfamily == family && memcmp(laddr, addr, alen) == 0)
+		return 2;
+	return memcmp(laddr, zero, alen) == 0 && (lfamily == AF_INET6 || family == AF_INET);
+}
+
+/* One message of a dump into s; 0 when it is not one. */
+static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
+{
+	if (h->len < sizeof *h + sizeof(struct diag_msg))
+		return 0;
+	const struct diag_msg *m = (const void *)(h + 1);
+	memset(s, 0, offsetof(struct diag_sock, ti));
+	s->family = m->family;
+	s->state = m->state;
+	s->sport = ntohs(m->id.sport);
+	s->dport = ntohs(m->id.dport);
+	memcpy(s->src, m->id.src, 16);
+	memcpy(s->dst, m->id.dst, 16);
+	s->cookie = (unsigned long long)m->id.cookie[1] << 32 | m->id.cookie[0];
+	s->rqueue = m->rqueue;
+	s->wqueue = m->wqueue;
+	s->uid = m->uid;
+	s->inode = m->inode;
+	s->has_mem = 0;
+	memset(s->mem, 0, sizeof s->mem);
+	int info = 0;
+	size_t off = NL_ALIGN(sizeof *h) + NL_ALIGN(sizeof *m);
+	while (off + sizeof(struct nl_attr) <= h->len) {
+		const struct nl_attr *a = (const void *)((const char *)h + off);
+		if (a->len < sizeof *a || off + a->len > h->len)
+			break;
+		const void *data = a + 1;
+		size_t len = a->len - sizeof *a;
+		if (a->type == INET_DIAG_INFO_) { /* decode by length: newer kernels add fields */
+			size_t take = len < sizeof s->ti ? len : sizeof s->ti;
+			memset(&s->ti, 0, sizeof s->ti);
+			memcpy(&s->ti, data, take);
+			s->info_len = take;
+			info = 1;
+		} else if (a->type == INET_DIAG_SKMEMINFO_) {
+			size_t take = len < sizeof s->mem ? len : sizeof s->mem;
+			memset(s->mem, 0, sizeof s->mem);
+			memcpy(s->mem, data, take);
+			s->has_mem = 1;
+		} else if (a->type == INET_DIAG_CGROUP_ID_ && len >= sizeof s->cgroup_id) {
+			memcpy(&s->cgroup_id, data, sizeof s->cgroup_id); /* (sent without being asked) */
+		}
+		off += NL_ALIGN(a->len);
+	}
+	if (!info) {
+		memset(&s->ti, 0, sizeof s->ti);
+		s->info_len = 0;
+	}
+	return 1;
+}
+
+/* One family's dump: request, then the datagrams of the answer until DONE.  With ports, the
+ * kernel reports only sockets whose local port is one of them (an "or" of S_EQ tests): it
+ * still walks the table, but builds no answer for the others. */
+static int dump_family(int nl, int family, unsigned states, int with_info,
+                       const unsigned *ports, int nports, diag_cb cb, void *ctx)
+{
+	static unsigned seq;
+	struct {
+		struct nl_hdr h;
+		struct diag_req r;
+		struct nl_attr a;
+		struct diag_bc_op bc[3 * DIAG_MAX_PORTS];
+	} req;
+	memset(&req, 0, sizeof req);
+	if (nports > DIAG_MAX_PORTS)
+		return -EINVAL;
+	req.h.len = offsetof(__typeof__(req), a);
+	if (nports > 0) {
+		/* port k: [S_EQ yes 8, no past the jump][port][JMP to the end]; the last one's no
+		 * goes 4 past the end (dropped), its yes to the end (reported) */
+		int len = 12 * nports - 4, at = 0;
+		for (int k = 0; k < nports; k++) {
+			struct diag_bc_op *op = &req.bc[at / 4];
+			int last = k == nports - 1;
+			op[0].code = INET_DIAG_BC_S_EQ_;
+			op[0].yes = 8;
+			op[0].no = 12; /* the next test; after the last, 4 past the end */
+			op[1].no = (uint16_t)ports[k];
+			if (!last) {
+				op[2].code = INET_DIAG_BC_JMP_;
+				op[2].yes = 4;
+				op[2].no = (uint16_t)(len - (at + 8)); /* (from the jump to the end) */
+			}
+			at += 12;
+		}
+		req.a.len = (uint16_t)(sizeof req.a + (size_t)len);
+		req.a.type = INET_DIAG_REQ_BYTECODE_;
+		req.h.len += req.a.len;
+	}
+	req.h.type = SOCK_DIAG_BY_FAMILY_;
+	req.h.flags = NLM_F_REQUEST_ | NLM_F_DUMP_;
+	req.h.seq = ++seq;
+	req.r.family = (uint8_t)family;
+	req.r.protocol = IPPROTO_TCP;
+	req.r.states = states;
+	if (with_info)
+		req.r.ext = 1u << (INET_DIAG_SKMEMINFO_ - 1);
+	if (with_info == 1)
+		req.r.ext |= 1u << (INET_DIAG_INFO_ - 1);
+	struct nl_addr kernel = {.family = AF_NETLINK};
+	if (sendto(nl, &req, req.h.len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
+		return -errno;
+	static _Alignas(8) char buf[64 * 1024];
+	static struct diag_sock s; /* large (tcp_info): not on the stack */
+	int count = 0;
+	for (long reads = 0; reads < DIAG_MAX_READS; reads++) {
+		ssize_t n = recv(nl, buf, sizeof buf, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (size_t off = 0; off + sizeof(struct nl_hdr) <= (size_t)n;) {
+			const struct nl_hdr *h = (const void *)(buf + off);
+			if (h->len < sizeof *h || off + h->len > (size_t)n)
+				break;
+			if (h->seq != req.h.seq) {
+				off += NL_ALIGN(h->len);
+				continue; /* an answer to an earlier request, left unread */
+			}
+			if (h->flags & NLM_F_DUMP_INTR_)
+				diag_interrupted++; /* the table changed during the dump: not all seen */
+			if (h->type == NLMSG_DONE_) {
+				int err = 0; /* the dump's own status, after the last socket */
+				if (h->len >= sizeof *h + sizeof err)
+					memcpy(&err, h + 1, sizeof err);
+				return err < 0 ? err : count;
+			}
+			if (h->type == NLMSG_ERROR_) {
+				int err = 0;
+				if (h->len >= sizeof *h + sizeof err)
+					memcpy(&err, h + 1, sizeof err);
+				return err ? err : -EPROTO;
+			}
+			if (h->type == SOCK_DIAG_BY_FAMILY_ && parse_msg(h, &s)) {
+				cb(&s, ctx);
+				count++;
+			}
+			off += NL_ALIGN(h->len);
+		}
+	}
+	return -EOVERFLOW;
+}
+
+int diag_dump_ports(int nl, unsigned states, int with_info, const unsigned *ports, int nports,
+                    diag_cb cb, void *ctx)
+{
+	int a = dump_family(nl, AF_INET, states, with_info, ports, nports, cb, ctx);
+	if (a < 0)
+		return a;
+	int b = dump_family(nl, AF_INET6, states, with_info, ports, nports, cb, ctx);
+	return b < 0 ? b : a + b;
+}
+
+int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx)
+{
+	return diag_dump_ports(nl, states, with_info, NULL, 0, cb, ctx);
+}

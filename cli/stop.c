@@ -1,0 +1,47 @@
+/* A loop ended by a signal: SIGINT (^C) and SIGTERM (kill, docker stop, systemctl stop)
+ * end doctor's window, attach --follow and stats --watch once what is under way is done
+ * (the report, the summary, the round being printed); then the command ends by that same
+ * signal, so that the shell's status is 128 + its number (130, 143) and a parent sees a
+ * signal: systemd counts a SIGTERM stop as clean, and a shell loop stops at ^C. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+	signal(sig, SIG_DFL); /* a second one ends the command at once */
+}
+
+void stop_on_signals(void)
+{
+	/* SA_RESTART: a line being written is finished; a sleep or a poll returns at once */
+	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+const char *stop_name(void)
+{
+	return stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+int stop_end(int status)
+{
+	int sig = stop_signal;
+	if (!sig)
+		return status;
+	fflush(stdout);
+	fflush(stderr);
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig; /* (not reached) */
+}

@@ -1,0 +1,379 @@
+/* socktune watch: the loop.  One thread, one poll: the listener samples every --interval
+ * (a listener dump of a namespace is ~0.1 ms), the namespaces found again every 2 s, the
+ * textfile every --every, and the HTTP clients of --listen, each with its deadline, so no
+ * client can hold up a sample.
+ *
+ * A listener is an address and port in a namespace, whatever sockets make it: SO_REUSEPORT
+ * groups and a server restarted on the same port are one listener, their queues, backlogs
+ * and drops summed.  Its service is looked up (holders.c's /proc/PID/fd walk) only when a
+ * socket the watch has not seen appears, at most once a second, and less often when a walk
+ * costs more (IDENT_SHARE: the descriptors of a node holding many connections). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "watch.h"
+
+#define SCAN_EVERY_S 2.0  /* namespaces found again */
+#define IDENT_EVERY_S 1.0 /* holders looked up, at most this often */
+#define IDENT_MAX_S 60.0  /* and at least this often while a listener waits for its name */
+#define IDENT_SHARE 0.002 /* of one core the lookups may take: a walk of every /proc/PID/fd
+                           * costs with the descriptors of the node (~0.1 s of CPU at 20,000
+                           * held sockets), so one that took T s waits T / IDENT_SHARE */
+#define IDENT_TRIES 3     /* lookups that found no holder before the listener is shown as such */
+
+double watch_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+struct sample_ctx {
+	struct watch *w;
+	const struct watch_ns *ns;
+};
+
+static int port_target(const struct watch *w, unsigned port)
+{
+	for (int k = 0; k < w->nports; k++)
+		if (w->ports[k] == port)
+			return 1;
+	return 0;
+}
+
+static struct watch_listener *find(struct watch *w, unsigned long long ns, const struct diag_sock *s)
+{
+	size_t alen = s->family == AF_INET6 ? 16 : 4;
+	struct watch_listener *free_slot = NULL;
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		if (!l->used) {
+			free_slot = free_slot ? free_slot : l;
+			continue;
+		}
+		if (l->ns_ino == ns && l->port == s->sport && l->family == s->family &&
+		    memcmp(l->addr, s->src, alen) == 0)
+			return l;
+	}
+	if (!free_slot && w->nl == WATCH_MAX_LISTENERS) {
+		w->listeners_not_followed++;
+		if (!w->listener_cap_said++)
+			fprintf(stderr, "socktune: watch: more than %d listeners: those past them are not "
+			        "watched (socktune_watch_listeners_not_followed)\n", WATCH_MAX_LISTENERS);
+		return NULL;
+	}
+	struct watch_listener *l = free_slot ? free_slot : &w->l[w->nl++];
+	memset(l, 0, sizeof *l);
+	l->used = 1;
+	l->ns_ino = ns;
+	l->family = s->family;
+	memcpy(l->addr, s->src, alen);
+	l->port = s->sport;
+	return l;
+}
+
+static void on_listener(const struct diag_sock *s, void *ctx)
+{
+	struct sample_ctx *x = ctx;
+	struct watch *w = x->w;
+	int by_port = port_target(w, s->sport);
+	if (w->nports && !by_port && !w->npids)
+		return;
+	struct watch_listener *l = find(w, x->ns->ino, s);
+	if (!l)
+		return;
+	int known = 0;
+	for (int k = 0; k < l->ninodes; k++)
+		known |= l->inodes[k] == s->inode;
+	if (!known) {
+		if (l->ninodes < WATCH_INODES)
+			l->inodes[l->ninodes++] = s->inode;
+		else /* (a large SO_REUSEPORT group: the oldest forgotten) */
+			l->inodes[s->inode % WATCH_INODES] = s->inode;
+		/* a PID target decides whether it is shown, unless its port is a target */
+		if (!l->known)
+			l->want_ident = 1;
+		if (w->npids && !by_port && !l->known)
+			l->excluded = 1; /* until its holder is found among the targets */
+	}
+	l->s_sockets++;
+	l->s_queue += s->rqueue;
+	l->s_backlog += s->wqueue;
+	if (s->has_mem) {
+		l->s_rb += s->mem[MEM_RCVBUF];
+		l->s_tb += s->mem[MEM_SNDBUF];
+		l->s_drops += s->mem[MEM_DROPS];
+	}
+}
+
+static void sample(struct watch *w)
+{
+	double t = watch_now();
+	int incomplete[WATCH_MAX_NS] = {0};
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		l->s_sockets = l->s_queue = l->s_backlog = 0;
+		l->s_rb = l->s_tb = 0;
+		l->s_drops = 0;
+	}
+	w->listeners_not_followed = 0;
+	w->l_sample_sockets = 0;
+	for (int k = 0; k < w->nns; k++) {
+		struct watch_ns *ns = &w->ns[k];
+		if (ns->nl < 0) {
+			incomplete[k] = 1;
+			continue;
+		}
+		struct sample_ctx x = {w, ns};
+		long before = diag_interrupted;
+		/* (listeners only: the kernel skips the established table, whatever its size; their
+		 * memory, no tcp_info) */
+		int n = diag_dump(ns->nl, 1u << TS_LISTEN, DIAG_MEM_ONLY, on_listener, &x);
+		if (n > 0)
+			w->l_sample_sockets += (unsigned long long)n;
+		if (n < 0) {
+			/* an answer left half read would make the next request EBUSY: a new socket */
+			w->dump_errors++;
+			close(ns->nl);
+			ns->nl = diag_open(ns->pid);
+			if (ns->nl < 0)
+				ns->nl = -1;
+		}
+		incomplete[k] = n < 0 || diag_interrupted != before;
+	}
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		if (!l->used)
+			continue;
+		if (l->s_sockets) {
+			l->sockets = l->s_sockets;
+			l->queue = l->s_queue;
+			l->backlog = l->s_backlog;
+			l->rb = l->s_rb;
+			l->tb = l->s_tb;
+			l->drops = l->s_drops;
+			for (int c = 0; c < 2; c++)
+				if (l->queue > l->peak[c])
+					l->peak[c] = l->queue;
+			if (!l->w_samples++)
+				l->w_drops0 = l->drops;
+			if (l->queue > l->w_peak)
+				l->w_peak = l->queue;
+			l->w_queued += l->queue > 0;
+			if (!l->up)
+				l->gone_said[0] = l->gone_said[1] = 0;
+			l->up = 1;
+			continue;
+		}
+		/* not seen: gone, unless its namespace's dump was cut short (or it went) */
+		int ns_k = -1;
+		for (int j = 0; j < w->nns; j++)
+			if (w->ns[j].ino == l->ns_ino)
+				ns_k = j;
+		if (ns_k >= 0 && incomplete[ns_k])
+			continue;
+		l->up = 0;
+		l->queue = 0;
+		l->sockets = 0;
+		l->ninodes = 0;
+	}
+	w->samples++;
+	w->sample_seconds += watch_now() - t;
+}
+
+/* The service's holder of a socket: the holder whose parent holds it not (a prefork
+ * master, not its workers); -1 none */
+static int service_pid(const struct holders *hs, unsigned long long ino)
+{
+	const struct holder *first = holders_find(hs, ino), *end = hs->h + hs->n;
+	for (const struct holder *h = first; h && h < end && h->ino == ino; h++) {
+		int parent = ppid_of(h->pid), up = 0;
+		for (const struct holder *k = first; k < end && k->ino == ino; k++)
+			up |= k->pid == parent;
+		if (!up)
+			return h->pid;
+	}
+	return first ? first->pid : -1;
+}
+
+static int is_target(const struct watch *w, int pid)
+{
+	for (int k = 0; k < w->npids; k++)
+		if (w->pids[k] == pid)
+			return 1;
+	return 0;
+}
+
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void identify(struct watch *w, double now, double *next)
+{
+	int want = 0;
+	for (int k = 0; k < w->nl && !want; k++)
+		want = w->l[k].used && w->l[k].want_ident;
+	if (!want || now < *next)
+		return;
+	w->ident_scans++;
+	struct holders hs = {0};
+	double cpu = cpu_now();
+	holders_scan(&hs, NULL, 0); /* (all: a target's listener may be held by its workers) */
+	cpu = cpu_now() - cpu;
+	w->ident_every = cpu / IDENT_SHARE < IDENT_EVERY_S ? IDENT_EVERY_S
+	               : cpu / IDENT_SHARE > IDENT_MAX_S   ? IDENT_MAX_S
+	                                                   : cpu / IDENT_SHARE;
+	*next = now + w->ident_every;
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		if (!l->used || !l->want_ident)
+			continue;
+		int pid = -1, held = 0;
+		for (int i = 0; i < l->ninodes; i++) {
+			int p = service_pid(&hs, l->inodes[i]);
+			const struct holder *h = holders_find(&hs, l->inodes[i]);
+			for (; h && h < hs.h + hs.n && h->ino == l->inodes[i]; h++)
+				held |= is_target(w, h->pid);
+			if (pid < 0)
+				pid = p;
+		}
+		if (w->npids && held)
+			l->excluded = 0;
+		if (pid < 0 && ++l->ident_tries < IDENT_TRIES && !l->known)
+			continue;
+		l->want_ident = 0;
+		if (pid > 0)
+			l->service_pid = pid;
+		if (l->known)
+			continue; /* a restart: the series keeps its names */
+		if (pid > 0)
+			watch_ident_of(pid, &l->id);
+		l->known = 1;
+	}
+	free(hs.h);
+}
+
+static int write_textfile(struct watch *w)
+{
+	size_t len;
+	char *text = watch_prometheus(w, WATCH_FILE, &len), err[512];
+	if (!text) {
+		fprintf(stderr, "socktune: watch: --textfile: out of memory\n");
+		return -1;
+	}
+	int rc = write_atomic(w->a->textfile, text, len, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "socktune: watch: --textfile: %s\n", err);
+	free(text);
+	return rc;
+}
+
+static int targets(struct watch *w)
+{
+	for (int k = 0; k < w->a->ntargets; k++) {
+		const char *t = w->a->targets[k];
+		if (t[0] == ':') {
+			w->ports[w->nports++] = (unsigned)strtoul(t + 1, NULL, 10);
+			continue;
+		}
+		int pid = (int)strtol(t, NULL, 10);
+		if (kill(pid, 0) != 0 && errno == ESRCH) {
+			fprintf(stderr, "socktune: watch %d: no such process\n", pid);
+			return -1;
+		}
+		w->pids[w->npids++] = pid;
+	}
+	return 0;
+}
+
+int watch_main(const struct watch_args *a)
+{
+	static struct watch w; /* (its tables are large) */
+	memset(&w, 0, sizeof w);
+	w.a = a;
+	w.consumers = (a->listen ? 1 << WATCH_SCRAPE : 0) | (a->textfile ? 1 << WATCH_FILE : 0);
+	if (targets(&w) != 0)
+		return EXIT_NOT_FOUND;
+	int lfd = -1;
+	if (a->listen) {
+		char err[256];
+		lfd = watch_http_open(a->listen, err, sizeof err);
+		if (lfd < 0) {
+			fprintf(stderr, "socktune: watch --listen %s: %s\n", a->listen, err);
+			return EXIT_NOT_FOUND;
+		}
+	}
+	stop_on_signals();
+	signal(SIGPIPE, SIG_IGN);
+	double t0 = watch_now(), next_ident = t0;
+	watch_scan_ns(&w);
+	watch_window_start(&w);
+	sample(&w);
+	watch_conn_sample(&w, watch_now());
+	identify(&w, watch_now(), &next_ident);
+	if (a->textfile && write_textfile(&w) != 0) {
+		watch_http_close(lfd);
+		watch_ns_close(&w);
+		return 1;
+	}
+	double next_sample = t0 + a->interval, next_scan = t0 + SCAN_EVERY_S;
+	double next_file = t0 + a->every, end = a->seconds > 0 ? t0 + a->seconds : 0;
+	double next_window = t0 + a->window;
+	while (!stop_signal) {
+		double now = watch_now();
+		if (end && now >= end)
+			break;
+		double wake = next_sample;
+		if (next_scan < wake)
+			wake = next_scan;
+		if (a->textfile && next_file < wake)
+			wake = next_file;
+		if (next_window < wake)
+			wake = next_window;
+		if (end && end < wake)
+			wake = end;
+		if (lfd >= 0 && watch_http_deadline(now) < wake)
+			wake = watch_http_deadline(now);
+		struct pollfd pf[WATCH_HTTP_CLIENTS + 1];
+		int n = lfd >= 0 ? watch_http_fds(lfd, pf, now) : 0;
+		int ms = wake > now ? (int)((wake - now) * 1000) + 1 : 0;
+		if (poll(pf, (nfds_t)n, ms) < 0 && errno != EINTR)
+			break;
+		now = watch_now();
+		if (now >= next_scan) {
+			watch_scan_ns(&w);
+			next_scan = now + SCAN_EVERY_S;
+		}
+		if (now >= next_sample) {
+			sample(&w);
+			watch_conn_sample(&w, watch_now());
+			identify(&w, watch_now(), &next_ident);
+			next_sample += a->interval;
+			if (next_sample < now) /* (behind: no catching up in a burst) */
+				next_sample = now + a->interval;
+		}
+		if (now >= next_window) {
+			watch_findings(&w, now);
+			next_window = now + a->window;
+		}
+		if (lfd >= 0)
+			watch_http_run(lfd, pf, n, now, &w);
+		if (a->textfile && now >= next_file) {
+			write_textfile(&w); /* (a failure is said; the next try may work) */
+			next_file = now + a->every;
+		}
+	}
+	if (stop_signal)
+		fprintf(stderr, "socktune: watch: %s: ending\n", stop_name());
+	watch_http_close(lfd);
+	watch_ns_close(&w);
+	return 0;
+}

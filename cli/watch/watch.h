@@ -1,0 +1,179 @@
+/* socktune watch: every TCP listener of the node (or of the PIDs and :PORTs given), in every
+ * network namespace, sampled through NETLINK_SOCK_DIAG, and served as Prometheus metrics.
+ * watchargs.c parses and helps; watchns.c finds the namespaces and reads their counters;
+ * watch.c samples and runs the loop; watchid.c names a listener's service (comm, systemd
+ * unit, container, pod); watchprom.c writes the text; watchhttp.c serves it.  Internal to
+ * watchconn.c counts each listener's connections, spaced by what that costs.  Internal to
+ * cli/watch/. */
+#ifndef SOCKTUNE_WATCH_H
+#define SOCKTUNE_WATCH_H
+
+#include <stddef.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+#define WATCH_MAX_NS 256         /* network namespaces followed */
+#define WATCH_MAX_LISTENERS 4096 /* listeners (address and port in a namespace) followed */
+#define WATCH_MAX_TARGETS 64
+#define WATCH_INODES 8           /* sockets of one listener remembered (SO_REUSEPORT) */
+
+struct watch_args {
+	const char *listen;   /* --listen ADDR:PORT (NULL: none) */
+	const char *textfile; /* --textfile PATH */
+	double interval;      /* --interval SECONDS: the listener samples */
+	double every;         /* --every SECONDS: the textfile's rewrites */
+	double seconds;       /* --seconds SECONDS: the run's length (0: until a signal) */
+	double window;        /* --window SECONDS: the findings' window */
+	const char *targets[WATCH_MAX_TARGETS];
+	int ntargets;
+};
+
+enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *msg);
+void watch_help(FILE *f);
+int watch_main(const struct watch_args *a);
+
+/* ---- watchid.c: who a listener serves ---- */
+
+/* What names a service across its restarts: its process's comm, and from /proc/PID/cgroup
+ * the systemd unit, the container and the Kubernetes pod ("" each when there is none). */
+struct watch_ident {
+	char comm[32];
+	char unit[128];
+	char container[72];
+	char pod[40];
+};
+/* A cgroup path ("/system.slice/nginx.service", ".../docker-<64hex>.scope",
+ * "/kubepods/burstable/pod<uid>/<64hex>") into unit, container and pod.  Pure. */
+void watch_ident_from_cgroup(const char *path, struct watch_ident *id);
+/* The identity of process pid: its comm and its cgroup's (v2's line, else systemd's) */
+void watch_ident_of(int pid, struct watch_ident *id);
+
+/* ---- watchns.c: the namespaces ---- */
+
+struct watch_ns {
+	unsigned long long ino;
+	int pid;            /* a process in it (0: ours) */
+	int nl;             /* its sock_diag socket */
+	int seen;           /* found by the latest scan */
+	long long overflows, drops; /* TcpExt ListenOverflows, ListenDrops now; -1 unreadable */
+	long long w_start[3];       /* ListenOverflows, ListenDrops, TCPSynRetrans at the window's
+	                             * start (-1 unknown) */
+	long long somaxconn;        /* -2: not read yet */
+};
+
+/* ---- watchfind.c: doctor's accept-queue rules over each window ---- */
+
+#define WATCH_MAX_FINDINGS 256
+struct watch_finding {
+	int used;
+	int holds;              /* found in the latest window, or not yet cleared: shown */
+	char id[17];            /* stable: from kind, namespace, address and port */
+	const char *kind;       /* (the rules' own strings) */
+	int severity;
+	unsigned long long ns_ino;
+	int family;
+	unsigned char addr[16];
+	unsigned port;
+	int absent, needed;     /* quiet windows so far, and those it takes to clear */
+	int flaps;              /* times it came back soon after it cleared */
+	double cleared_at;
+};
+
+/* ---- watch.c: the listeners ---- */
+
+struct watch_listener {
+	int used;
+	unsigned long long ns_ino;
+	int family;
+	unsigned char addr[16];
+	unsigned port;
+	unsigned long long inodes[WATCH_INODES];
+	int ninodes;
+	int want_ident;        /* a socket appeared whose holder is not looked up yet */
+	int known;             /* its identity is settled: it is shown */
+	int excluded;          /* not held by a PID target: followed, never shown */
+	int ident_tries;       /* lookups that found no holder */
+	int service_pid;       /* its service's process at the latest lookup (fixes only) */
+	struct watch_ident id;
+	/* the latest sample: every socket of it summed (SO_REUSEPORT: the service's queue) */
+	unsigned sockets, queue, backlog;
+	uint32_t rb, tb;
+	unsigned long long drops;
+	/* the deepest queue since the last scrape, and since the last textfile */
+	unsigned peak[2];
+	int up;                /* seen in the latest sample */
+	int gone_said[2];      /* gone: the scrape (0) and the file (1) said so once */
+	/* over the findings' window: drops at its first sample, the deepest queue, samples
+	 * (and those that saw a connection waiting) */
+	unsigned long long w_drops0;
+	unsigned w_peak, w_queued, w_samples;
+	/* while a sample runs */
+	unsigned s_sockets, s_queue, s_backlog;
+	uint32_t s_rb, s_tb;
+	unsigned long long s_drops;
+	/* established connections at the latest connection sample (and while one runs) */
+	unsigned long long conns, s_conns;
+	int conns_known;
+};
+
+enum { WATCH_SCRAPE, WATCH_FILE };
+
+struct watch {
+	const struct watch_args *a;
+	struct watch_ns ns[WATCH_MAX_NS];
+	int nns;
+	struct watch_listener l[WATCH_MAX_LISTENERS];
+	int nl;
+	int pids[WATCH_MAX_TARGETS], npids;
+	unsigned ports[WATCH_MAX_TARGETS];
+	int nports;
+	/* what the sampling did, for the watch's own metrics */
+	unsigned long long samples, dump_errors, scans, ident_scans;
+	double ident_every;           /* seconds between holder lookups now (their cost) */
+	double sample_seconds;        /* summed wall time of the listener samples */
+	unsigned long long l_sample_sockets; /* sockets the latest listener sample returned */
+	/* the connection samples (watchconn.c): when the next is due, their spacing now */
+	double next_conn, conn_every, conn_sample_seconds;
+	unsigned long long conn_samples, conn_sample_sockets; /* (sockets: in the latest) */
+	unsigned long long ns_not_followed, listeners_not_followed; /* past the caps, now */
+	int ns_cap_said, listener_cap_said;
+	int ns_denied_said; /* processes whose namespace this user may not read: said once */
+	int consumers;                /* 1 << WATCH_SCRAPE | 1 << WATCH_FILE: who reads */
+	struct watch_finding find[WATCH_MAX_FINDINGS];
+	unsigned long long findings_not_followed;
+};
+
+/* watchfind.c: at a window's start (the namespaces' counters), and at its end: the rules,
+ * each finding's series and its log lines (appeared, cleared) */
+void watch_window_start(struct watch *w);
+void watch_findings(struct watch *w, double now);
+
+/* watchconn.c: each listener's established connections counted, when the next sample is
+ * due (at most every 10 s, less often when one costs more than 0.2% of a core) */
+void watch_conn_sample(struct watch *w, double now);
+
+/* watchns.c: the namespaces of the targets (or of every process), added and dropped; 0 */
+void watch_scan_ns(struct watch *w);
+void watch_ns_counters(struct watch *w);
+void watch_ns_close(struct watch *w);
+
+/* watchprom.c: the text, for consumer c (WATCH_SCRAPE, WATCH_FILE); its peaks start again
+ * and the listeners it said were gone are let go once every consumer said so. */
+char *watch_prometheus(struct watch *w, int c, size_t *len);
+
+/* watchhttp.c: GET /metrics on --listen's address */
+int watch_http_open(const char *spec, char *err, size_t n); /* a listening socket, or -1 */
+/* The pollfds the server wants (at most watch_http_max), their count */
+#define WATCH_HTTP_CLIENTS 8
+int watch_http_fds(int lfd, struct pollfd *pf, double now);
+/* After poll: accept, read, answer, time out; render is called for each GET /metrics */
+void watch_http_run(int lfd, const struct pollfd *pf, int n, double now, struct watch *w);
+double watch_http_deadline(double now); /* the earliest client deadline, or now + 3600 */
+void watch_http_close(int lfd);
+
+double watch_now(void);
+
+#endif

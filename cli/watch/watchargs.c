@@ -1,0 +1,109 @@
+/* socktune watch's command line and --help.  The parser returns a status and never exits;
+ * nothing is opened here (the address of --listen is bound by watch_main). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch.h"
+
+void watch_help(FILE *f)
+{
+	fprintf(f,
+	        "usage: socktune watch (--listen ADDR:PORT | --textfile PATH) [OPTIONS] [PID...|:PORT...]\n"
+	        "\n"
+	        "Watches every TCP listener of the node, in every network namespace (or those of\n"
+	        "the processes and ports given), from the kernel's socket diagnostics, changing\n"
+	        "nothing and preloading nothing: per listener its accept queue now and its peak\n"
+	        "since the last scrape, the backlog in force, the connection attempts it dropped,\n"
+	        "its buffers; per namespace the TcpExt ListenOverflows and ListenDrops counters.\n"
+	        "Series are named by namespace, address, port and the service that holds the\n"
+	        "listener (comm, systemd unit, container, pod), never by pid, so a restart\n"
+	        "continues them; a listener that is gone is said once (up 0), then dropped.\n"
+	        "\n"
+	        "Options:\n");
+	help_entry(f, "--listen ADDR:PORT",
+	           "serve GET /metrics (Prometheus text) there; PORT or :PORT alone is 127.0.0.1's, "
+	           "[::1]:PORT an IPv6 address", NULL);
+	help_entry(f, "--textfile PATH",
+	           "write the same text to PATH for node_exporter's textfile collector (a .prom "
+	           "file), replaced whole each time", NULL);
+	help_entry(f, "--every SECONDS", "how often --textfile is written (0.1 to 3600; default 15)",
+	           NULL);
+	help_entry(f, "--interval SECONDS",
+	           "how often the listeners are sampled (0.01 to 60; default 0.1)", NULL);
+	help_entry(f, "--window SECONDS",
+	           "the window doctor's accept-queue rules judge, each in turn (0.1 to 3600; "
+	           "default 10): a finding is a series while it holds, and a line on stderr when it "
+	           "appears and when it clears", NULL);
+	help_entry(f, "--seconds N", "end after N seconds (default: run until SIGTERM or SIGINT)",
+	           NULL);
+	help_entry(f, "--help", "", NULL);
+	fprintf(f, "\n"
+	           "Exit status: 2 for a bad option; 3 when a target is not found or --listen's\n"
+	           "address cannot be bound; 1 when --textfile cannot be written at the first try;\n"
+	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.\n");
+}
+
+/* A number of seconds in [lo, hi] */
+static enum cli_status seconds_arg(const char *opt, const char *v, double lo, double hi,
+                                   double *out, FILE *msg)
+{
+	char *end;
+	double s = v ? strtod(v, &end) : 0;
+	if (!v || end == v || *end || !(s >= lo && s <= hi))
+		return usage_error(msg, "watch %s %s: a number of seconds, %g to %g", opt,
+		                   v ? v : "(missing)", lo, hi);
+	*out = s;
+	return CLI_GO;
+}
+
+enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *msg)
+{
+	memset(a, 0, sizeof *a);
+	a->interval = 0.1;
+	a->every = 15;
+	a->window = 10;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0)
+			return CLI_HELP;
+		if (strcmp(o, "--listen") == 0 || strcmp(o, "--textfile") == 0) {
+			if (!v || !*v)
+				return usage_error(msg, "watch %s: %s", o, v ? "an empty value"
+				                   : o[2] == 'l' ? "missing ADDR:PORT" : "missing PATH");
+			*(o[2] == 'l' ? &a->listen : &a->textfile) = v;
+			i++;
+		} else if (strcmp(o, "--every") == 0) {
+			if (seconds_arg(o, v, 0.1, 3600, &a->every, msg) != CLI_GO)
+				return CLI_BAD;
+			i++;
+		} else if (strcmp(o, "--interval") == 0) {
+			if (seconds_arg(o, v, 0.01, 60, &a->interval, msg) != CLI_GO)
+				return CLI_BAD;
+			i++;
+		} else if (strcmp(o, "--window") == 0) {
+			if (seconds_arg(o, v, 0.1, 3600, &a->window, msg) != CLI_GO)
+				return CLI_BAD;
+			i++;
+		} else if (strcmp(o, "--seconds") == 0) {
+			if (seconds_arg(o, v, 0.1, 31536000, &a->seconds, msg) != CLI_GO)
+				return CLI_BAD;
+			i++;
+		} else if (o[0] == '-' && o[1]) {
+			return usage_error(msg, "watch: unknown option %s (--listen ADDR:PORT, --textfile "
+			                   "PATH, --every, --interval, --window, --seconds)", o);
+		} else if (a->ntargets == WATCH_MAX_TARGETS) {
+			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
+		} else {
+			char *end;
+			long n = strtol(o[0] == ':' ? o + 1 : o, &end, 10);
+			if (*end || end == o + (o[0] == ':') || n < 1 || n > (o[0] == ':' ? 65535 : INT_MAX))
+				return usage_error(msg, "watch %s: not a pid or :PORT (:1 to :65535)", o);
+			a->targets[a->ntargets++] = o;
+		}
+	}
+	if (!a->listen && !a->textfile)
+		return usage_error(msg, "watch: where do the metrics go? --listen ADDR:PORT (GET "
+		                   "/metrics) or --textfile PATH (node_exporter's textfile collector)");
+	return CLI_GO;
+}

@@ -1,0 +1,303 @@
+/* doctor's accept-queue rules (cli/findings/findings_queue.c), one implementation for both,
+ * applied to watch's samples over each --window: the window is written into the rules' own
+ * record of a window (struct doctor, findings/window.h: the namespaces' counters at both ends, each listener's
+ * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
+ * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
+ * doc_queue_findings judges it.  What it finds holds as a series
+ * (socktune_finding{id,kind,severity,netns,addr,port} 1) until a window without it, and
+ * one logfmt line on stderr says when it appears (with its fixes) and one when it clears.
+ * A finding that comes back within FLAP_MEMORY_S of clearing is flapping: each time, the
+ * quiet windows it takes to clear double (up to MAX_NEEDED), and its lines say so. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "socktune_host.h"
+#include "window.h"
+#include "findings.h"
+#include "record.h"
+#include "watch.h"
+
+#define FLAP_MEMORY_S 600.0
+#define MAX_NEEDED 64
+
+static const char *const counter_names[3] = {"ListenOverflows", "ListenDrops", "TCPSynRetrans"};
+static const int counter_index[3] = {C_LISTEN_OVERFLOWS, C_LISTEN_DROPS, C_SYN_RETRANS};
+
+static void ns_counters(const struct watch_ns *ns, long long *out)
+{
+	char path[64];
+	if (ns->pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/net/netstat", ns->pid);
+	else
+		snprintf(path, sizeof path, "/proc/thread-self/net/netstat");
+	for (int k = 0; k < 3; k++) {
+		long long v = st_proc_counter(path, "TcpExt:", counter_names[k]);
+		out[k] = v < 0 ? -1 : v;
+	}
+}
+
+void watch_window_start(struct watch *w)
+{
+	for (int k = 0; k < w->nns; k++)
+		ns_counters(&w->ns[k], w->ns[k].w_start);
+	for (int k = 0; k < w->nl; k++)
+		w->l[k].w_samples = w->l[k].w_peak = w->l[k].w_queued = 0;
+}
+
+/* FNV-1a of what names the finding: the same finding has the same id after a restart */
+static void make_id(char *out, const char *kind, unsigned long long ns, int family,
+                    const unsigned char *addr, unsigned port)
+{
+	char key[160], a[64] = "?";
+	inet_ntop(family, addr, a, sizeof a);
+	snprintf(key, sizeof key, "%s|%llu|%s|%u", kind, ns, a, port);
+	unsigned long long h = 0xcbf29ce484222325ull;
+	for (const char *c = key; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	snprintf(out, 17, "%016llx", h);
+}
+
+/* One line: "socktune pid=N " and the record, written at once */
+static void say(const struct watch_finding *f, const struct watch_listener *l,
+                const struct doc_finding *df, int appeared)
+{
+	struct rec *r = rec_new();
+	char addr[64] = "?";
+	inet_ntop(f->family, f->addr, addr, sizeof addr);
+	rec_str(r, K_LEVEL, !appeared ? "info" : f->severity >= SEV_CRITICAL ? "error" : "warn");
+	rec_str(r, K_EVENT, appeared ? "finding" : "finding-cleared");
+	rec_str(r, K_WCH_ID, f->id);
+	rec_str(r, K_KIND, f->kind);
+	rec_str(r, K_SEVERITY, doc_severity_name((enum doc_severity)f->severity));
+	rec_int(r, K_NETNS, (long long)f->ns_ino);
+	rec_str(r, K_ADDR, addr);
+	rec_int(r, K_PORT, f->port);
+	if (l && l->id.comm[0])
+		rec_str(r, K_COMM, l->id.comm);
+	if (l && l->id.unit[0])
+		rec_str(r, K_WCH_UNIT, l->id.unit);
+	if (f->flaps) {
+		rec_int(r, K_WCH_FLAPS, f->flaps);
+		rec_int(r, K_WCH_CLEARS_AFTER, f->needed);
+	}
+	if (df) {
+		rec_str(r, K_SUMMARY, df->summary);
+		if (df->nfix) {
+			struct rec *a = rec_arr(r, K_FIX);
+			for (int k = 0; k < df->nfix; k++)
+				rec_str(a, 0, df->fix[k]);
+		}
+		if (df->note[0])
+			rec_str(r, K_NOTE, df->note);
+	}
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (m) {
+		fprintf(m, "socktune pid=%d ", (int)getpid());
+		rec_write_logfmt(m, r);
+		fputc('\n', m);
+		if (fclose(m) == 0)
+			fwrite(line, 1, len, stderr);
+		fflush(stderr);
+		free(line);
+	}
+	rec_free(r);
+}
+
+static struct watch_finding *lookup(struct watch *w, const char *id, int add)
+{
+	struct watch_finding *free_slot = NULL;
+	for (int k = 0; k < WATCH_MAX_FINDINGS; k++) {
+		if (w->find[k].used && strcmp(w->find[k].id, id) == 0)
+			return &w->find[k];
+		if (!w->find[k].used && !free_slot)
+			free_slot = &w->find[k];
+	}
+	if (add && !free_slot)
+		w->findings_not_followed++;
+	return add ? free_slot : NULL;
+}
+
+/* A finding of this window: a new one, one coming back (a flap when it cleared lately), or
+ * one that holds still */
+static struct watch_finding *found(struct watch *w, const struct doc_finding *df,
+                                   const struct watch_listener *l, double now)
+{
+	char id[17];
+	make_id(id, df->kind, l->ns_ino, l->family, l->addr, l->port);
+	struct watch_finding *f = lookup(w, id, 1);
+	if (!f)
+		return NULL;
+	if (f->used && f->holds) {
+		f->absent = 0;
+		f->severity = (int)df->severity;
+		return f;
+	}
+	if (f->used && now - f->cleared_at < FLAP_MEMORY_S) {
+		f->flaps++;
+		f->needed = f->needed * 2 < MAX_NEEDED ? f->needed * 2 : MAX_NEEDED;
+	} else {
+		memset(f, 0, sizeof *f);
+		memcpy(f->id, id, sizeof id);
+		f->needed = 1;
+	}
+	f->used = f->holds = 1;
+	f->absent = 0;
+	f->kind = df->kind;
+	f->severity = (int)df->severity;
+	f->ns_ino = l->ns_ino;
+	f->family = l->family;
+	memcpy(f->addr, l->addr, sizeof f->addr);
+	f->port = l->port;
+	say(f, l, df, 1);
+	return f;
+}
+
+/* One chunk of the window in doctor's record, judged */
+static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
+                  int *seen)
+{
+	static struct doc_findings fs;
+	doc_queue_findings(d, &fs);
+	for (int k = 0; k < fs.n; k++) {
+		const struct doc_finding *df = &fs.f[k];
+		if (df->listener < 0 || df->listener >= d->nl)
+			continue;
+		struct watch_finding *f = found(w, df, map[df->listener], now);
+		if (f)
+			seen[f - w->find] = 1;
+	}
+	doctor_findings_free(&fs);
+	fs.n = fs.dropped = 0;
+}
+
+/* The namespace of l in d (added with its counters when new); -1 when d has no room */
+static int ns_in(struct doctor *d, struct watch *w, const struct watch_listener *l,
+                 const long long (*end)[3])
+{
+	for (int k = 0; k < d->nns; k++)
+		if (d->ns[k].ino == l->ns_ino)
+			return k;
+	if (d->nns == DOC_MAX_NS)
+		return -1;
+	for (int j = 0; j < w->nns; j++) {
+		struct watch_ns *wn = &w->ns[j];
+		if (wn->ino != l->ns_ino)
+			continue;
+		struct doc_ns *ns = &d->ns[d->nns];
+		memset(ns, 0, sizeof *ns);
+		ns->ino = wn->ino;
+		ns->pid = wn->pid;
+		ns->nl = -1;
+		ns->ours = wn->pid == 0;
+		for (int c = 0; c < C_COUNT; c++)
+			ns->start[c] = ns->end[c] = -1;
+		for (int c = 0; c < 3; c++) {
+			ns->start[counter_index[c]] = wn->w_start[c];
+			ns->end[counter_index[c]] = end[j][c];
+		}
+		/* (the cap every backlog of the namespace is cut to: its fix, read once) */
+		if (wn->somaxconn == -2)
+			wn->somaxconn = ns->ours ? st_sysctl_num("net.core.somaxconn", -1)
+			                         : target_sysctl(wn->pid, "net.core.somaxconn");
+		ns->somaxconn = wn->somaxconn;
+		ns->rmem_max = ns->wmem_max = -1;
+		return d->nns++;
+	}
+	return -1;
+}
+
+void watch_findings(struct watch *w, double now)
+{
+	static struct doctor d;       /* (large: doctor's own tables) */
+	static struct watch_listener *map[DOC_MAX_LISTENERS];
+	static long long end[WATCH_MAX_NS][3];
+	static int seen[WATCH_MAX_FINDINGS];
+	memset(seen, 0, sizeof seen);
+	for (int k = 0; k < w->nns; k++)
+		ns_counters(&w->ns[k], end[k]);
+	memset(&d, 0, sizeof d);
+	for (int k = 0; k <= w->nl; k++) {
+		struct watch_listener *l = k < w->nl ? &w->l[k] : NULL;
+		int ns = -1;
+		if (l && (!l->used || !l->known || l->excluded || !l->w_samples))
+			continue;
+		if (l && d.nl < DOC_MAX_LISTENERS)
+			ns = ns_in(&d, w, l, (const long long (*)[3])end);
+		if (!l || ns < 0) { /* the end, or a full record: judged, and the next begun */
+			d.elapsed_s = d.seconds = w->a->window;
+			if (d.nl)
+				judge(w, &d, map, now, seen);
+			memset(&d, 0, sizeof d);
+			if (!l)
+				break;
+			if ((ns = ns_in(&d, w, l, (const long long (*)[3])end)) < 0)
+				continue;
+		}
+		struct doc_listener *L = &d.l[d.nl];
+		map[d.nl++] = l;
+		L->ns = ns;
+		L->family = l->family;
+		L->port = l->port;
+		memcpy(L->addr, l->addr, sizeof L->addr);
+		L->inode = l->ninodes ? l->inodes[0] : 0;
+		L->backlog = l->backlog;
+		L->queue_now = l->queue;
+		L->queue_peak = l->w_peak;
+		L->queued_samples = (int)l->w_queued;
+		L->asked = -1;
+		L->rb = l->rb;
+		L->tb = l->tb;
+		L->drops_first = (uint32_t)l->w_drops0;
+		L->drops_last = (uint32_t)l->drops;
+		L->mem_samples = (int)l->w_samples;
+		L->nodelay = -1;
+		L->seen_last = l->up;
+		L->service = -1;
+		if (l->service_pid > 0) {
+			L->owners[0].pid = l->service_pid;
+			snprintf(L->owners[0].comm, sizeof L->owners[0].comm, "%s", l->id.comm);
+			L->nowners = 1;
+			L->service = 0;
+		}
+		snprintf(L->start.why, sizeof L->start.why, "watch does not read start commands "
+		         "(socktune doctor %d shows one)", l->service_pid);
+	}
+	/* what this window did not find: a quiet window more, cleared after enough of them */
+	for (int k = 0; k < WATCH_MAX_FINDINGS; k++) {
+		struct watch_finding *f = &w->find[k];
+		if (!f->used || seen[k])
+			continue;
+		if (!f->holds) {
+			if (now - f->cleared_at >= FLAP_MEMORY_S)
+				f->used = 0;
+			continue;
+		}
+		if (++f->absent < f->needed)
+			continue;
+		f->holds = 0;
+		f->cleared_at = now;
+		const struct watch_listener *l = NULL;
+		for (int j = 0; j < w->nl && !l; j++)
+			if (w->l[j].used && w->l[j].ns_ino == f->ns_ino && w->l[j].port == f->port &&
+			    w->l[j].family == f->family && memcmp(w->l[j].addr, f->addr, 16) == 0)
+				l = &w->l[j];
+		say(f, l, NULL, 0);
+	}
+	/* the next window starts here: the namespaces' counters as read now, each listener's
+	 * drops as its latest sample has them (the boundary is both windows' sample, as doctor's
+	 * first sample is; else drops between it and the next sample would count in the
+	 * namespace and not in the listener) */
+	for (int k = 0; k < w->nns; k++)
+		memcpy(w->ns[k].w_start, end[k], sizeof end[k]);
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		l->w_samples = l->up;
+		l->w_drops0 = l->drops;
+		l->w_peak = l->queue;
+		l->w_queued = 0;
+	}
+}

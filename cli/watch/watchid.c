@@ -1,0 +1,107 @@
+/* Who a listener serves, in names that outlive a restart: the holder's comm, and from its
+ * cgroup the systemd unit (…/nginx.service), the container (docker-<64hex>.scope under
+ * systemd, /docker/<64hex> under cgroupfs; containerd's cri-containerd-, cri-o's crio-,
+ * podman's libpod-) and the Kubernetes pod (kubepods…pod<uid>, its dashes written as
+ * underscores in a systemd slice name).  A pid changes at every restart; these do not. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diag.h"
+#include "watch.h"
+
+static int all_hex(const char *s, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (!isxdigit((unsigned char)s[k]))
+			return 0;
+	return n > 0;
+}
+
+/* The container id in one path segment (seg, n bytes), copied to out; 0 when there is none */
+static int container_of(const char *seg, size_t n, char *out, size_t outn)
+{
+	static const char *const prefixes[] = {"docker-", "cri-containerd-", "crio-", "libpod-"};
+	for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
+		size_t p = strlen(prefixes[k]);
+		if (n == p + 64 + 6 && strncmp(seg, prefixes[k], p) == 0 &&
+		    strncmp(seg + p + 64, ".scope", 6) == 0 && all_hex(seg + p, 64)) {
+			snprintf(out, outn, "%.64s", seg + p);
+			return 1;
+		}
+	}
+	if (n == 64 && all_hex(seg, 64)) { /* cgroupfs: /docker/<id>, /kubepods/.../<id> */
+		snprintf(out, outn, "%.64s", seg);
+		return 1;
+	}
+	return 0;
+}
+
+/* A pod's uid in one segment: "pod<uid>" or "kubepods-burstable-pod<uid_>.slice" */
+static int pod_of(const char *seg, size_t n, char *out, size_t outn)
+{
+	const char *p = NULL;
+	for (size_t k = 0; k + 3 < n; k++)
+		if (strncmp(seg + k, "pod", 3) == 0 && (k == 0 || seg[k - 1] == '-'))
+			p = seg + k + 3;
+	if (!p)
+		return 0;
+	size_t len = (size_t)(seg + n - p);
+	if (len > 6 && strncmp(p + len - 6, ".slice", 6) == 0)
+		len -= 6;
+	if (len < 32 || len >= outn)
+		return 0;
+	for (size_t k = 0; k < len; k++) {
+		char c = p[k] == '_' ? '-' : p[k];
+		if (!isxdigit((unsigned char)c) && c != '-')
+			return 0;
+		out[k] = c;
+	}
+	out[len] = '\0';
+	return 1;
+}
+
+void watch_ident_from_cgroup(const char *path, struct watch_ident *id)
+{
+	id->unit[0] = id->container[0] = id->pod[0] = '\0';
+	for (const char *s = path; *s;) {
+		s += strspn(s, "/");
+		size_t n = strcspn(s, "/");
+		if (!n)
+			break;
+		/* the deepest service names the unit (a service's own sub-cgroups come below it) */
+		if (n > 8 && strncmp(s + n - 8, ".service", 8) == 0 && n < sizeof id->unit)
+			snprintf(id->unit, sizeof id->unit, "%.*s", (int)n, s);
+		if (!id->container[0])
+			container_of(s, n, id->container, sizeof id->container);
+		if (!id->pod[0] && memmem(s, n, "pod", 3))
+			pod_of(s, n, id->pod, sizeof id->pod);
+		s += n;
+	}
+}
+
+void watch_ident_of(int pid, struct watch_ident *id)
+{
+	memset(id, 0, sizeof *id);
+	comm_of(pid, id->comm, sizeof id->comm);
+	char path[64], line[1024], best[1024] = "";
+	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+	FILE *f = fopen(path, "re");
+	/* cgroup v2's "0::PATH"; on a v1 host systemd's own hierarchy, "N:name=systemd:PATH" */
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *p = strchr(line, ':');
+		const char *q = p ? strchr(p + 1, ':') : NULL;
+		if (!q)
+			continue;
+		if (strncmp(line, "0::", 3) == 0 && strcmp(q + 1, "/") != 0) {
+			snprintf(best, sizeof best, "%s", q + 1);
+			break;
+		}
+		if (strncmp(p + 1, "name=systemd:", 13) == 0 || !best[0])
+			snprintf(best, sizeof best, "%s", q + 1);
+	}
+	if (f)
+		fclose(f);
+	watch_ident_from_cgroup(best, id);
+}

@@ -1,0 +1,141 @@
+/* The network namespaces watch follows: those of the PID targets, or every one a process of
+ * the node is in (/proc/PID/ns/net, a stat each), found again every few seconds.  Each gets
+ * one sock_diag socket made inside it (diag_open: setns, CAP_SYS_ADMIN for another's), kept
+ * while a process is in it: the socket alone would keep a namespace alive after its last
+ * process, so it is closed when no process is left there.  Its counters are read from
+ * /proc/PID/net/netstat of a process in it. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "socktune_host.h"
+#include "diag.h"
+#include "watch.h"
+
+static struct watch_ns *find(struct watch *w, unsigned long long ino)
+{
+	for (int k = 0; k < w->nns; k++)
+		if (w->ns[k].ino == ino)
+			return &w->ns[k];
+	return NULL;
+}
+
+/* Namespace ino, where pid is (0: ours), seen by this scan: added when new */
+static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long long mine)
+{
+	struct watch_ns *ns = find(w, ino);
+	if (ns) {
+		if (!ns->seen)
+			ns->pid = ino == mine ? 0 : pid; /* (the one it had may have exited) */
+		ns->seen = 1;
+		return;
+	}
+	if (w->nns == WATCH_MAX_NS) {
+		w->ns_not_followed++;
+		if (!w->ns_cap_said++)
+			fprintf(stderr, "socktune: watch: more than %d network namespaces: those past "
+			        "them are not watched (socktune_watch_namespaces_not_followed)\n",
+			        WATCH_MAX_NS);
+		return;
+	}
+	ns = &w->ns[w->nns++];
+	memset(ns, 0, sizeof *ns);
+	ns->ino = ino;
+	ns->pid = ino == mine ? 0 : pid;
+	ns->seen = 1;
+	ns->overflows = ns->drops = -1;
+	ns->w_start[0] = ns->w_start[1] = ns->w_start[2] = -1; /* (its first window is not judged) */
+	ns->somaxconn = -2;
+	ns->nl = diag_open(ns->pid);
+	if (ns->nl < 0) {
+		if (ns->nl != -ENOENT && ns->nl != -ESRCH)
+			fprintf(stderr, "socktune: watch: the network namespace %llu (of pid %d) is not "
+			        "readable: %s (CAP_SYS_ADMIN)\n", ino, pid, strerror(-ns->nl));
+		ns->nl = -1;
+	}
+}
+
+void watch_scan_ns(struct watch *w)
+{
+	unsigned long long mine = netns_of(0);
+	for (int k = 0; k < w->nns; k++)
+		w->ns[k].seen = 0;
+	w->ns_not_followed = 0;
+	w->scans++;
+	if (w->npids) {
+		for (int k = 0; k < w->npids; k++) {
+			unsigned long long ino = netns_of(w->pids[k]);
+			if (ino)
+				seen(w, ino, w->pids[k], mine);
+		}
+	} else {
+		if (mine)
+			seen(w, mine, 0, mine);
+		DIR *proc = opendir("/proc");
+		int denied = 0, example = 0;
+		for (struct dirent *e; proc && (e = readdir(proc));) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (*end || end == e->d_name || pid <= 0 || pid > INT_MAX)
+				continue;
+			errno = 0;
+			unsigned long long ino = netns_of((int)pid);
+			if (ino)
+				seen(w, ino, (int)pid, mine);
+			else if (errno == EACCES || errno == EPERM) {
+				denied++;
+				example = example ? example : (int)pid;
+			}
+		}
+		if (proc)
+			closedir(proc);
+		/* a namespace only such processes are in is not found at all: said, not left out
+		 * in silence */
+		if (denied && !w->ns_denied_said++)
+			fprintf(stderr, "socktune: watch: the network namespace of %d processes (pid %d "
+			        "first) is not readable by this user (/proc/PID/ns/net: CAP_SYS_PTRACE): "
+			        "listeners in a namespace only they are in are not watched\n", denied,
+			        example);
+	}
+	/* a namespace no process is in any more: its socket goes (its listeners with it) */
+	int kept = 0;
+	for (int k = 0; k < w->nns; k++) {
+		if (!w->ns[k].seen) {
+			if (w->ns[k].nl >= 0)
+				close(w->ns[k].nl);
+			continue;
+		}
+		w->ns[kept++] = w->ns[k];
+	}
+	w->nns = kept;
+}
+
+static long long counter(int pid, const char *name)
+{
+	char path[64];
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/net/netstat", pid);
+	else
+		snprintf(path, sizeof path, "/proc/thread-self/net/netstat");
+	long long v = st_proc_counter(path, "TcpExt:", name);
+	return v < 0 ? -1 : v;
+}
+
+void watch_ns_counters(struct watch *w)
+{
+	for (int k = 0; k < w->nns; k++) {
+		w->ns[k].overflows = counter(w->ns[k].pid, "ListenOverflows");
+		w->ns[k].drops = counter(w->ns[k].pid, "ListenDrops");
+	}
+}
+
+void watch_ns_close(struct watch *w)
+{
+	for (int k = 0; k < w->nns; k++)
+		if (w->ns[k].nl >= 0)
+			close(w->ns[k].nl);
+	w->nns = 0;
+}

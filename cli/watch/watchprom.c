@@ -1,0 +1,317 @@
+/* socktune watch's Prometheus text (exposition format 0.0.4): each family once, its HELP
+ * and TYPE, then its samples; base units, counters ending in _total; labels named as
+ * record.h's key table names them (netns: the namespace's inode; addr without the port;
+ * port; comm, unit, container, pod: the service), never a pid, so a restarted server
+ * continues its series.  A listener gone since the consumer's last read is written once as
+ * socktune_listener_up 0, alone, and then let go.  No timestamps (the textfile collector
+ * refuses them). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <arpa/inet.h>
+
+#include "socktune_json.h"
+#include "findings.h"
+#include "record.h"
+#include "watch.h"
+
+enum scope { S_LISTENER, S_NETNS, S_FINDING, S_WATCH };
+enum metric {
+	M_UP, M_QUEUE, M_PEAK, M_BACKLOG, M_DROPS, M_RCVBUF, M_SNDBUF, M_SOCKETS, M_CONNS,
+	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_LISTENERS, M_FINDING,
+	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
+	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
+	M_C_EVERY, M_C_SOCKETS, M_H_EVERY,
+};
+
+static const struct family {
+	enum metric key;
+	enum scope scope;
+	const char *name, *type, *help;
+} families[] = {
+	{M_UP, S_LISTENER, "socktune_listener_up", "gauge",
+	 "1 while the listener is there; 0 at the one read after it went"},
+	{M_QUEUE, S_LISTENER, "socktune_listener_queue_length", "gauge",
+	 "connections waiting in the accept queue now (sock_diag's rqueue, summed over the sockets)"},
+	{M_PEAK, S_LISTENER, "socktune_listener_queue_peak", "gauge",
+	 "the deepest accept queue sampled since the last read (scrape or textfile)"},
+	{M_BACKLOG, S_LISTENER, "socktune_listener_backlog", "gauge",
+	 "the backlog in force: the accept queue's room (after the net.core.somaxconn cut)"},
+	{M_DROPS, S_LISTENER, "socktune_listener_drops_total", "counter",
+	 "connection attempts the listener's sockets dropped (sk_drops: ListenDrops on this listener)"},
+	{M_RCVBUF, S_LISTENER, "socktune_listener_receive_buffer_bytes", "gauge",
+	 "SO_RCVBUF of the listener (accepted connections inherit it)"},
+	{M_SNDBUF, S_LISTENER, "socktune_listener_send_buffer_bytes", "gauge",
+	 "SO_SNDBUF of the listener (accepted connections inherit it)"},
+	{M_SOCKETS, S_LISTENER, "socktune_listener_sockets", "gauge",
+	 "sockets listening on the address and port (more than 1: SO_REUSEPORT)"},
+	{M_CONNS, S_LISTENER, "socktune_listener_connections", "gauge",
+	 "established connections on it at the latest connection sample (see its interval)"},
+	{M_NS_OVERFLOWS, S_NETNS, "socktune_netns_listen_overflows_total", "counter",
+	 "TcpExt ListenOverflows: connections an accept queue of the namespace had no room for"},
+	{M_NS_DROPS, S_NETNS, "socktune_netns_listen_drops_total", "counter",
+	 "TcpExt ListenDrops: connection attempts the namespace's listeners dropped"},
+	{M_NS_LISTENERS, S_NETNS, "socktune_netns_listeners", "gauge",
+	 "listeners watched in the namespace"},
+	{M_FINDING, S_FINDING, "socktune_finding", "gauge",
+	 "1 while one of doctor's findings holds (its fixes: the line on stderr when it appeared)"},
+	{M_SAMPLES, S_WATCH, "socktune_watch_samples_total", "counter",
+	 "listener samples taken (every namespace each)"},
+	{M_SAMPLE_SECONDS, S_WATCH, "socktune_watch_sample_seconds_total", "counter",
+	 "wall time the listener samples took"},
+	{M_CPU, S_WATCH, "socktune_watch_cpu_seconds_total", "counter",
+	 "CPU time socktune watch used (user and system)"},
+	{M_NAMESPACES, S_WATCH, "socktune_watch_namespaces", "gauge",
+	 "network namespaces watched"},
+	{M_NS_NOT_FOLLOWED, S_WATCH, "socktune_watch_namespaces_not_followed", "gauge",
+	 "network namespaces past the cap, not watched"},
+	{M_L_NOT_FOLLOWED, S_WATCH, "socktune_watch_listeners_not_followed", "gauge",
+	 "listeners past the cap, not watched"},
+	{M_DUMP_ERRORS, S_WATCH, "socktune_watch_dump_errors_total", "counter",
+	 "listener dumps the kernel refused or cut short"},
+	{M_HOLDER_SCANS, S_WATCH, "socktune_watch_holder_scans_total", "counter",
+	 "walks of /proc/PID/fd to name a new listener's service"},
+	{M_F_NOT_FOLLOWED, S_WATCH, "socktune_watch_findings_not_followed_total", "counter",
+	 "findings past the cap of those followed, not shown"},
+	{M_L_SOCKETS, S_WATCH, "socktune_watch_listener_sample_sockets", "gauge",
+	 "sockets the latest listener sample returned (the kernel's state filter: listeners only)"},
+	{M_C_SAMPLES, S_WATCH, "socktune_watch_connection_samples_total", "counter",
+	 "connection samples taken (each listener's established connections counted)"},
+	{M_C_SECONDS, S_WATCH, "socktune_watch_connection_sample_seconds_total", "counter",
+	 "wall time the connection samples took"},
+	{M_C_EVERY, S_WATCH, "socktune_watch_connection_sample_interval_seconds", "gauge",
+	 "seconds between connection samples now: 10, more when one costs over 0.2% of a core"},
+	{M_C_SOCKETS, S_WATCH, "socktune_watch_connection_sample_sockets", "gauge",
+	 "connections the latest connection sample returned (the kernel's port filter: the "
+	 "listeners' own)"},
+	{M_H_EVERY, S_WATCH, "socktune_watch_holder_scan_interval_seconds", "gauge",
+	 "seconds between walks of /proc/PID/fd now: 1, more when one costs over 0.2% of a core"},
+};
+
+/* name="value", the value escaped as the format says (backslash, quote, newline), a byte
+ * that starts no valid UTF-8 character written as U+FFFD */
+static void label(FILE *out, int first, int key, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	fprintf(out, "%s%s=\"", first ? "" : ",", rec_keys[key].name);
+	while (*u) {
+		if (*u == '\\' || *u == '"') {
+			fprintf(out, "\\%c", *u++);
+		} else if (*u == '\n') {
+			fputs("\\n", out);
+			u++;
+		} else if (*u < 0x80) {
+			fputc(*u++, out);
+		} else {
+			int len = st_utf8_len(u);
+			fwrite(len ? (const void *)u : "\xef\xbf\xbd", 1, len ? (size_t)len : 3, out);
+			u += len ? len : 1;
+		}
+	}
+	fputc('"', out);
+}
+
+static void listener_labels(FILE *out, const struct watch_listener *l)
+{
+	char ns[24], addr[64] = "?", port[8];
+	snprintf(ns, sizeof ns, "%llu", l->ns_ino);
+	inet_ntop(l->family, l->addr, addr, sizeof addr);
+	snprintf(port, sizeof port, "%u", l->port);
+	label(out, 1, K_NETNS, ns);
+	label(out, 0, K_ADDR, addr);
+	label(out, 0, K_PORT, port);
+	label(out, 0, K_COMM, l->id.comm);
+	label(out, 0, K_WCH_UNIT, l->id.unit);
+	label(out, 0, K_WCH_CONTAINER, l->id.container);
+	label(out, 0, K_WCH_POD, l->id.pod);
+}
+
+static int shown(const struct watch_listener *l)
+{
+	return l->used && l->known && !l->excluded;
+}
+
+static unsigned long long listener_value(enum metric k, const struct watch_listener *l, int c)
+{
+	switch (k) {
+	case M_UP:
+		return (unsigned long long)l->up;
+	case M_QUEUE:
+		return l->queue;
+	case M_PEAK:
+		return l->peak[c];
+	case M_BACKLOG:
+		return l->backlog;
+	case M_DROPS:
+		return l->drops;
+	case M_RCVBUF:
+		return l->rb;
+	case M_SNDBUF:
+		return l->tb;
+	case M_SOCKETS:
+		return l->sockets;
+	case M_CONNS:
+		return l->conns;
+	default:
+		return 0;
+	}
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void watch_samples(FILE *out, enum metric k, const struct watch *w)
+{
+	switch (k) {
+	case M_SAMPLES:
+		fprintf(out, "%llu", w->samples);
+		break;
+	case M_SAMPLE_SECONDS:
+		fprintf(out, "%.6f", w->sample_seconds);
+		break;
+	case M_CPU:
+		fprintf(out, "%.3f", cpu_seconds());
+		break;
+	case M_NAMESPACES:
+		fprintf(out, "%d", w->nns);
+		break;
+	case M_NS_NOT_FOLLOWED:
+		fprintf(out, "%llu", w->ns_not_followed);
+		break;
+	case M_L_NOT_FOLLOWED:
+		fprintf(out, "%llu", w->listeners_not_followed);
+		break;
+	case M_DUMP_ERRORS:
+		fprintf(out, "%llu", w->dump_errors);
+		break;
+	case M_HOLDER_SCANS:
+		fprintf(out, "%llu", w->ident_scans);
+		break;
+	case M_F_NOT_FOLLOWED:
+		fprintf(out, "%llu", w->findings_not_followed);
+		break;
+	case M_L_SOCKETS:
+		fprintf(out, "%llu", w->l_sample_sockets);
+		break;
+	case M_C_SAMPLES:
+		fprintf(out, "%llu", w->conn_samples);
+		break;
+	case M_C_SECONDS:
+		fprintf(out, "%.6f", w->conn_sample_seconds);
+		break;
+	case M_C_EVERY:
+		fprintf(out, "%.0f", w->conn_every);
+		break;
+	case M_C_SOCKETS:
+		fprintf(out, "%llu", w->conn_sample_sockets);
+		break;
+	case M_H_EVERY:
+		fprintf(out, "%.0f", w->ident_every > 0 ? w->ident_every : 1.0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void family_samples(FILE *out, const struct family *f, const struct watch *w, int c)
+{
+	if (f->scope == S_WATCH) {
+		fprintf(out, "%s ", f->name);
+		watch_samples(out, f->key, w);
+		fputc('\n', out);
+		return;
+	}
+	if (f->scope == S_FINDING) {
+		for (int k = 0; k < WATCH_MAX_FINDINGS; k++) {
+			const struct watch_finding *x = &w->find[k];
+			char ns[24], addr[64] = "?", port[8];
+			if (!x->used || !x->holds)
+				continue;
+			snprintf(ns, sizeof ns, "%llu", x->ns_ino);
+			inet_ntop(x->family, x->addr, addr, sizeof addr);
+			snprintf(port, sizeof port, "%u", x->port);
+			fprintf(out, "%s{", f->name);
+			label(out, 1, K_WCH_ID, x->id);
+			label(out, 0, K_KIND, x->kind);
+			label(out, 0, K_SEVERITY, doc_severity_name((enum doc_severity)x->severity));
+			label(out, 0, K_NETNS, ns);
+			label(out, 0, K_ADDR, addr);
+			label(out, 0, K_PORT, port);
+			fputs("} 1\n", out);
+		}
+		return;
+	}
+	if (f->scope == S_NETNS) {
+		for (int k = 0; k < w->nns; k++) {
+			const struct watch_ns *ns = &w->ns[k];
+			long long v = 0;
+			if (f->key == M_NS_LISTENERS) {
+				for (int j = 0; j < w->nl; j++)
+					v += shown(&w->l[j]) && w->l[j].up && w->l[j].ns_ino == ns->ino;
+			} else {
+				v = f->key == M_NS_OVERFLOWS ? ns->overflows : ns->drops;
+			}
+			if (v < 0)
+				continue; /* (unreadable: no sample rather than a wrong one) */
+			fprintf(out, "%s{%s=\"%llu\"} %lld\n", f->name, rec_keys[K_NETNS].name, ns->ino, v);
+		}
+		return;
+	}
+	for (int k = 0; k < w->nl; k++) {
+		const struct watch_listener *l = &w->l[k];
+		/* a gone listener: up 0 alone, once for this consumer */
+		if (!shown(l) || (!l->up && (f->key != M_UP || l->gone_said[c])))
+			continue;
+		if (f->key == M_CONNS && !l->conns_known)
+			continue; /* (not counted yet) */
+		fprintf(out, "%s{", f->name);
+		listener_labels(out, l);
+		fprintf(out, "} %llu\n", listener_value(f->key, l, c));
+	}
+}
+
+char *watch_prometheus(struct watch *w, int c, size_t *len)
+{
+	char *text = NULL;
+	*len = 0;
+	FILE *out = open_memstream(&text, len);
+	if (!out)
+		return NULL;
+	watch_ns_counters(w);
+	for (size_t k = 0; k < sizeof families / sizeof *families; k++) {
+		const struct family *f = &families[k];
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+		family_samples(out, f, w, c);
+	}
+	int bad = ferror(out);
+	if (fclose(out) != 0 || bad) {
+		free(text);
+		return NULL;
+	}
+	/* this consumer's peaks start again; a gone listener it has now said is done with it,
+	 * and let go once every consumer has */
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		if (!l->used)
+			continue;
+		l->peak[c] = l->queue;
+		if (l->up)
+			continue;
+		l->gone_said[c] = 1;
+		int all = 1;
+		for (int j = 0; j < 2; j++)
+			if (w->consumers & (1 << j))
+				all &= l->gone_said[j];
+		if (all || !shown(l))
+			l->used = 0;
+	}
+	while (w->nl > 0 && !w->l[w->nl - 1].used)
+		w->nl--;
+	return text;
+}

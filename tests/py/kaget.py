@@ -1,0 +1,36 @@
+"""A keep-alive client on one connection:  kaget.py PORT GOFILE OUTFILE [N]
+N requests (default 10), then "before=K" in OUTFILE (K: those over 20 ms); then, once
+GOFILE exists (at most 10 s), N more: "after=K" and "nodelay=V" (the server's TCP_NODELAY,
+as its last answer said).  Each request is one write; each answer is read in full."""
+import os, socket, sys, time
+
+port, go, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+n = int(sys.argv[4]) if len(sys.argv) > 4 else 10
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+last = b""
+
+
+def get():
+    global last
+    t = time.monotonic()
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    size = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+    while len(body) < size:
+        body += s.recv(65536)
+    last = body
+    return time.monotonic() - t
+
+
+before = sum(get() > 0.020 for _ in range(n))
+open(out, "w").write("before=%d\n" % before)
+for _ in range(200):
+    if os.path.exists(go):
+        break
+    time.sleep(0.05)
+after = sum(get() > 0.020 for _ in range(n))
+v = last.decode().strip().split("=")[-1] if last.startswith(b"nodelay=") else "?"
+open(out, "a").write("after=%d\nnodelay=%s\n" % (after, v))

@@ -1,0 +1,48 @@
+/* Who a listener serves, from its holder's cgroup path (cli/watch/watchid.c): a systemd
+ * unit, a container (docker, containerd, cri-o, podman; systemd's and cgroupfs's layouts)
+ * and a Kubernetes pod (its uid, dashes where a slice name has underscores); nothing from
+ * a path that names none (a user session, the root). */
+#include <string.h>
+
+#include "../../cli/watch/watchid.c"
+#include "../../cli/host/holders.c"
+#include "unit.h"
+
+#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define UID "3f5c2a1e-7b9d-4c8e-a1f2-0123456789ab"
+#define UID_ "3f5c2a1e_7b9d_4c8e_a1f2_0123456789ab"
+
+static const struct {
+	const char *path, *unit, *container, *pod;
+} cases[] = {
+	{"/system.slice/nginx.service", "nginx.service", "", ""},
+	{"/system.slice/php-fpm.service/worker", "php-fpm.service", "", ""},
+	{"/system.slice/docker-" ID64 ".scope", "", ID64, ""},
+	{"/docker/" ID64, "", ID64, ""},
+	{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+	 ".slice/cri-containerd-" ID64 ".scope", "", ID64, UID},
+	{"/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" ID64 ".scope", "", ID64, UID},
+	{"/kubepods/burstable/pod" UID "/" ID64, "", ID64, UID},
+	{"/machine.slice/libpod-" ID64 ".scope/container", "", ID64, ""},
+	{"/user.slice/user-1000.slice/session-2.scope", "", "", ""},
+	{"/", "", "", ""},
+	{"", "", "", ""},
+	{"/system.slice/docker-" ID64 "0.scope", "", "", ""},      /* 65 hex: no id */
+	{"/kubepods/burstable/podnotauid", "", "", ""},
+	{"/system.slice/.service", "", "", ""},
+};
+
+int main(void)
+{
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		struct watch_ident id;
+		memset(&id, 0x55, sizeof id);
+		watch_ident_from_cgroup(cases[k].path, &id);
+		if (strcmp(id.unit, cases[k].unit) != 0 || strcmp(id.container, cases[k].container) != 0 ||
+		    strcmp(id.pod, cases[k].pod) != 0)
+			CASE_FAIL("%s: unit '%s' container '%s' pod '%s'", cases[k].path, id.unit,
+			          id.container, id.pod);
+	}
+	end_group("watch.ident_from_cgroup");
+	return failures != 0;
+}
