@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "socktune_json.h"
 #include "cli.h"
+#include "promtext.h"
 #include "record.h"
 
 enum scope { S_FILE, S_PROCESS, S_LISTENER };
@@ -23,11 +23,7 @@ enum metric {
 	M_CLOSED,
 };
 
-static const struct family {
-	enum metric key;
-	enum scope scope;
-	const char *name, *type, *help;
-} families[] = {
+static const struct prom_family families[] = {
 	{M_READABLE, S_FILE, "socktune_stats_file_readable", "gauge",
 	 "1 when the stats file could be read, 0 when not (missing, not a stats file, another version)"},
 	{M_RUNNING, S_PROCESS, "socktune_process_running", "gauge",
@@ -77,34 +73,6 @@ static const struct family {
 	{M_CLOSED, S_LISTENER, "socktune_listener_closed", "gauge",
 	 "1: the program has closed the listener (shown until its slot is reused)"},
 };
-
-/* A label value: backslash, double quote and newline escaped as the format says; a byte
- * that does not start a valid UTF-8 character becomes U+FFFD (the format is UTF-8). */
-static void label(FILE *out, const char *name, const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	fprintf(out, "%s=\"", name);
-	while (*u) {
-		if (*u == '\\' || *u == '"') {
-			fprintf(out, "\\%c", *u++);
-		} else if (*u == '\n') {
-			fputs("\\n", out);
-			u++;
-		} else if (*u < 0x80) {
-			fputc(*u++, out);
-		} else {
-			int len = st_utf8_len(u);
-			if (len) {
-				fwrite(u, 1, (size_t)len, out);
-				u += len;
-			} else {
-				fputs("\xef\xbf\xbd", out);
-				u++;
-			}
-		}
-	}
-	fputc('"', out);
-}
 
 /* The address of "127.0.0.1:80" or "[::1]:80", without the port (a label of its own). */
 static void address_of(const char *addr, char *out, size_t n)
@@ -207,15 +175,16 @@ static int value(enum metric k, const struct stats_view *v, const struct st_stat
 	return 1;
 }
 
-static void samples(FILE *out, const struct family *fam, const char *path,
+static void samples(FILE *out, const struct prom_family *fam, const char *path,
                     const struct stats_view *v)
 {
 	char val[48];
 	if (fam->scope == S_FILE) {
 		fputs(fam->name, out);
 		fputc('{', out);
-		label(out, rec_keys[K_STS_FILE].name, path);
-		fprintf(out, "} %s\n", v ? (value(fam->key, v, NULL, val, sizeof val), val) : "0");
+		prom_label(out, 1, rec_keys[K_STS_FILE].name, path);
+		fprintf(out, "} %s\n",
+		        v ? (value((enum metric)fam->key, v, NULL, val, sizeof val), val) : "0");
 		return;
 	}
 	if (!v)
@@ -227,7 +196,7 @@ static void samples(FILE *out, const struct family *fam, const char *path,
 	if (netns >= 0 && w > 0 && (size_t)w < sizeof who)
 		snprintf(who + w, sizeof who - (size_t)w, ",%s=\"%lld\"", rec_keys[K_NETNS].name, netns);
 	if (fam->scope == S_PROCESS) {
-		if (value(fam->key, v, NULL, val, sizeof val))
+		if (value((enum metric)fam->key, v, NULL, val, sizeof val))
 			fprintf(out, "%s{%s} %s\n", fam->name, who, val);
 		return;
 	}
@@ -237,11 +206,11 @@ static void samples(FILE *out, const struct family *fam, const char *path,
 		const struct st_stats_listener *l = &v->f->listener[i];
 		char addr[sizeof l->addr];
 		if ((l->state != ST_SLOT_LIVE && l->state != ST_SLOT_CLOSED) ||
-		    !value(fam->key, v, l, val, sizeof val))
+		    !value((enum metric)fam->key, v, l, val, sizeof val))
 			continue;
 		address_of(l->addr, addr, sizeof addr);
-		fprintf(out, "%s{%s,", fam->name, who);
-		label(out, rec_keys[K_ADDR].name, addr);
+		fprintf(out, "%s{%s", fam->name, who);
+		prom_label(out, 0, rec_keys[K_ADDR].name, addr);
 		fprintf(out, ",%s=\"%u\",%s=\"%u\"} %s\n", rec_keys[K_PORT].name, l->port,
 		        rec_keys[K_STS_SLOT].name, i, val);
 	}
@@ -274,9 +243,8 @@ void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *co
 			}
 	}
 	for (size_t k = 0; k < sizeof families / sizeof families[0]; k++) {
-		const struct family *fam = &families[k];
-		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
-		        fam->type);
+		const struct prom_family *fam = &families[k];
+		prom_head(out, fam);
 		for (int i = 0; i < n; i++) {
 			if (fam->scope != S_FILE)
 				samples(out, fam, paths[i], shown[i]);

@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 #include <arpa/inet.h>
 
-#include "socktune_json.h"
 #include "findings.h"
+#include "promtext.h"
 #include "record.h"
 #include "watch.h"
 
@@ -24,11 +24,7 @@ enum metric {
 	M_C_EVERY, M_C_SOCKETS, M_H_EVERY,
 };
 
-static const struct family {
-	enum metric key;
-	enum scope scope;
-	const char *name, *type, *help;
-} families[] = {
+static const struct prom_family families[] = {
 	{M_UP, S_LISTENER, "socktune_listener_up", "gauge",
 	 "1 while the listener is there; 0 at the one read after it went"},
 	{M_QUEUE, S_LISTENER, "socktune_listener_queue_length", "gauge",
@@ -88,42 +84,19 @@ static const struct family {
 	 "seconds between walks of /proc/PID/fd now: 1, more when one costs over 0.2% of a core"},
 };
 
-/* name="value", the value escaped as the format says (backslash, quote, newline), a byte
- * that starts no valid UTF-8 character written as U+FFFD */
-static void label(FILE *out, int first, int key, const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	fprintf(out, "%s%s=\"", first ? "" : ",", rec_keys[key].name);
-	while (*u) {
-		if (*u == '\\' || *u == '"') {
-			fprintf(out, "\\%c", *u++);
-		} else if (*u == '\n') {
-			fputs("\\n", out);
-			u++;
-		} else if (*u < 0x80) {
-			fputc(*u++, out);
-		} else {
-			int len = st_utf8_len(u);
-			fwrite(len ? (const void *)u : "\xef\xbf\xbd", 1, len ? (size_t)len : 3, out);
-			u += len ? len : 1;
-		}
-	}
-	fputc('"', out);
-}
-
 static void listener_labels(FILE *out, const struct watch_listener *l)
 {
 	char ns[24], addr[64] = "?", port[8];
 	snprintf(ns, sizeof ns, "%llu", l->ns_ino);
 	inet_ntop(l->family, l->addr, addr, sizeof addr);
 	snprintf(port, sizeof port, "%u", l->port);
-	label(out, 1, K_NETNS, ns);
-	label(out, 0, K_ADDR, addr);
-	label(out, 0, K_PORT, port);
-	label(out, 0, K_COMM, l->id.comm);
-	label(out, 0, K_WCH_UNIT, l->id.unit);
-	label(out, 0, K_WCH_CONTAINER, l->id.container);
-	label(out, 0, K_WCH_POD, l->id.pod);
+	prom_label(out, 1, rec_keys[K_NETNS].name, ns);
+	prom_label(out, 0, rec_keys[K_ADDR].name, addr);
+	prom_label(out, 0, rec_keys[K_PORT].name, port);
+	prom_label(out, 0, rec_keys[K_COMM].name, l->id.comm);
+	prom_label(out, 0, rec_keys[K_WCH_UNIT].name, l->id.unit);
+	prom_label(out, 0, rec_keys[K_WCH_CONTAINER].name, l->id.container);
+	prom_label(out, 0, rec_keys[K_WCH_POD].name, l->id.pod);
 }
 
 static int shown(const struct watch_listener *l)
@@ -219,11 +192,11 @@ static void watch_samples(FILE *out, enum metric k, const struct watch *w)
 	}
 }
 
-static void family_samples(FILE *out, const struct family *f, const struct watch *w, int c)
+static void family_samples(FILE *out, const struct prom_family *f, const struct watch *w, int c)
 {
 	if (f->scope == S_WATCH) {
 		fprintf(out, "%s ", f->name);
-		watch_samples(out, f->key, w);
+		watch_samples(out, (enum metric)f->key, w);
 		fputc('\n', out);
 		return;
 	}
@@ -237,12 +210,12 @@ static void family_samples(FILE *out, const struct family *f, const struct watch
 			inet_ntop(x->family, x->addr, addr, sizeof addr);
 			snprintf(port, sizeof port, "%u", x->port);
 			fprintf(out, "%s{", f->name);
-			label(out, 1, K_WCH_ID, x->id);
-			label(out, 0, K_KIND, x->kind);
-			label(out, 0, K_SEVERITY, doc_severity_name((enum doc_severity)x->severity));
-			label(out, 0, K_NETNS, ns);
-			label(out, 0, K_ADDR, addr);
-			label(out, 0, K_PORT, port);
+			prom_label(out, 1, rec_keys[K_WCH_ID].name, x->id);
+			prom_label(out, 0, rec_keys[K_KIND].name, x->kind);
+			prom_label(out, 0, rec_keys[K_SEVERITY].name, doc_severity_name((enum doc_severity)x->severity));
+			prom_label(out, 0, rec_keys[K_NETNS].name, ns);
+			prom_label(out, 0, rec_keys[K_ADDR].name, addr);
+			prom_label(out, 0, rec_keys[K_PORT].name, port);
 			fputs("} 1\n", out);
 		}
 		return;
@@ -272,7 +245,7 @@ static void family_samples(FILE *out, const struct family *f, const struct watch
 			continue; /* (not counted yet) */
 		fprintf(out, "%s{", f->name);
 		listener_labels(out, l);
-		fprintf(out, "} %llu\n", listener_value(f->key, l, c));
+		fprintf(out, "} %llu\n", listener_value((enum metric)f->key, l, c));
 	}
 }
 
@@ -285,8 +258,8 @@ char *watch_prometheus(struct watch *w, int c, size_t *len)
 		return NULL;
 	watch_ns_counters(w);
 	for (size_t k = 0; k < sizeof families / sizeof *families; k++) {
-		const struct family *f = &families[k];
-		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+		const struct prom_family *f = &families[k];
+		prom_head(out, f);
 		family_samples(out, f, w, c);
 	}
 	int bad = ferror(out);
