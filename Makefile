@@ -101,14 +101,15 @@ $(BUILD)/tests/unit/test_sanitize: shim/log.c
 # holders.c and the record its evidence is written in whole.
 $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
+                                   cli/host/grow.c \
                                    cli/record.c
 
 # test_watchid includes watch's cgroup reader, and holders.c for comm_of.
-$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c
+$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c
 
 # test_service includes what a service is made of, and the sock_diag and holder readers, whole.
 $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
-                                  cli/host/holders.c
+                                  cli/host/holders.c cli/host/grow.c
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h

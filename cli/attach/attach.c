@@ -20,6 +20,7 @@
 
 #include "socktune.h"
 #include "attach.h"
+#include "grow.h"
 
 void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 {
@@ -70,15 +71,9 @@ int attach_pidfd(struct attach_state *t, int pid)
 	for (size_t k = 0; k < t->npidfds; k++)
 		if (t->pidfds[k].pid == pid)
 			return t->pidfds[k].pidfd;
-	if (t->npidfds == t->cappidfds) {
-		size_t cap = t->cappidfds ? 2 * t->cappidfds : 64;
-		struct attach_pidfd *v = realloc(t->pidfds, cap * sizeof *v);
-		if (!v) {
-			errno = ENOMEM;
-			return -1;
-		}
-		t->pidfds = v;
-		t->cappidfds = cap;
+	if (grow(&t->pidfds, &t->cappidfds, t->npidfds, sizeof *t->pidfds, 64) != 0) {
+		errno = ENOMEM;
+		return -1;
 	}
 	int pfd = svc_high_fd((int)syscall(SYS_pidfd_open, pid, 0));
 	if (pfd >= 0)

@@ -27,6 +27,7 @@
 #include "socktune_host.h"
 #include "socktune_opts.h"
 #include "doctor.h"
+#include "grow.h"
 
 
 #define TICK_MS 20           /* listener samples: 50 a second */
@@ -211,14 +212,8 @@ static struct doc_conn *conn_find(struct doctor *d, unsigned long long cookie, i
 		if (*slot == SIZE_MAX) {
 			if (!add)
 				return NULL;
-			if (d->nc == d->cap) {
-				size_t cap = d->cap ? 2 * d->cap : 1024;
-				struct doc_conn *c = realloc(d->c, cap * sizeof *c);
-				if (!c)
-					return NULL;
-				d->c = c;
-				d->cap = cap;
-			}
+			if (grow(&d->c, &d->cap, d->nc, sizeof *d->c, 1024) != 0)
+				return NULL;
 			*slot = d->nc;
 			struct doc_conn *c = &d->c[d->nc++];
 			memset(c, 0, sizeof *c);

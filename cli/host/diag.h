@@ -92,6 +92,8 @@ struct holders {
 	struct holder *h;
 	size_t n, cap;
 };
+/* One more holder (nothing when memory ran out: the socket is then not found held) */
+void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd);
 /* The socket descriptors of pids (NULL: of every process this user may see), by inode */
 void holders_scan(struct holders *hs, const int *pids, int npids);
 /* The first holder of ino, or NULL; the others follow it. */

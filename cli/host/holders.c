@@ -12,18 +12,12 @@
 
 #include "socktune_json.h"
 #include "diag.h"
+#include "grow.h"
 
-static void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
+void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
 {
-	if (hs->n == hs->cap) {
-		size_t cap = hs->cap ? 2 * hs->cap : 4096;
-		struct holder *h = cap < (1u << 26) ? realloc(hs->h, cap * sizeof *h) : NULL;
-		if (!h)
-			return;
-		hs->h = h;
-		hs->cap = cap;
-	}
-	hs->h[hs->n++] = (struct holder){ino, pid, fd};
+	if (grow(&hs->h, &hs->cap, hs->n, sizeof *hs->h, 4096) == 0)
+		hs->h[hs->n++] = (struct holder){ino, pid, fd};
 }
 
 static void scan_pid(struct holders *hs, int pid)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "grow.h"
 
 /* ---- the sockets: sock_diag, or /proc/PID/net ---- */
 
@@ -71,14 +72,8 @@ static void on_sock(const struct diag_sock *d, void *ctx)
 		svc->queued++;
 		return;
 	}
-	if (svc->n == svc->cap) {
-		size_t cap = svc->cap ? 2 * svc->cap : 256;
-		struct svc_sock *s = cap < (1u << 26) ? realloc(svc->s, cap * sizeof *s) : NULL;
-		if (!s)
-			return;
-		svc->s = s;
-		svc->cap = cap;
-	}
+	if (grow(&svc->s, &svc->cap, svc->n, sizeof *svc->s, 256) != 0)
+		return;
 	struct svc_sock *s = &svc->s[svc->n++];
 	memset(s, 0, sizeof *s);
 	s->ino = d->inode;
@@ -209,19 +204,6 @@ static void scan_all(struct service *svc)
 	free(own.h);
 }
 
-static void hold(struct holders *hs, unsigned long long ino, int pid, int fd)
-{
-	if (hs->n == hs->cap) {
-		size_t cap = hs->cap ? 2 * hs->cap : 64;
-		struct holder *h = realloc(hs->h, cap * sizeof *h);
-		if (!h)
-			return;
-		hs->h = h;
-		hs->cap = cap;
-	}
-	hs->h[hs->n++] = (struct holder){ino, pid, fd};
-}
-
 /* Whether a listener still has to be settled (or tuned) */
 static int open_listener(const struct service *svc, const struct svc_sock *l)
 {
@@ -257,7 +239,7 @@ static int scan_listeners(struct service *svc, const struct svc_pids *procs)
 				continue;
 			link[len] = '\0';
 			if (sscanf(link, "socket:[%llu]", &ino) == 1 && svc_map_get(&want, ino) == 1) {
-				hold(&svc->hs, ino, procs->v[k], (int)fd);
+				holders_add(&svc->hs, ino, procs->v[k], (int)fd);
 				svc_map_put(&want, ino, 2);
 				left--;
 			}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "service.h"
+#include "grow.h"
 
 static size_t slot_of(const struct svc_map *m, unsigned long long key)
 {
@@ -68,14 +69,8 @@ int svc_pids_add(struct svc_pids *p, int pid)
 {
 	if (svc_pids_has(p, pid))
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		int *v = realloc(p->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (grow(&p->v, &p->cap, p->n, sizeof *p->v, 64) != 0)
+		return -1;
 	p->v[p->n++] = pid;
 	return 1;
 }

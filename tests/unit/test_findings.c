@@ -12,6 +12,7 @@
 #include "../../cli/findings/fixes.c"
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
+#include "../../cli/host/grow.c"
 #include "../../cli/record.c"
 #include "unit.h"
 

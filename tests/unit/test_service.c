@@ -15,6 +15,7 @@
 #include "../../cli/host/svcsets.c"
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
+#include "../../cli/host/grow.c"
 #include "unit.h"
 
 static void map_cases(void)

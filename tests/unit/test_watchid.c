@@ -6,6 +6,7 @@
 
 #include "../../cli/watch/watchid.c"
 #include "../../cli/host/holders.c"
+#include "../../cli/host/grow.c"
 #include "unit.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
