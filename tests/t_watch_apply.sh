@@ -7,7 +7,8 @@
 #   server's second write): the finding is on /metrics and a line; --apply sets TCP_NODELAY
 #   on the listener and the connection live, the journal has both changes (before 0, after
 #   1); revert all sets both back (0 read back) and marks them in the journal;
-# - accept-queue-overflow (backlog 5, a 300-connect burst): --apply listens again with 4096
+# - accept-queue-overflow (backlog 5, a 300-connect burst; on 127.0.0.1 and on ::1): --apply
+#   listens again with 4096
 #   (or the namespace's somaxconn below it), read back; revert while watch runs sets 5 back,
 #   watch backs off (one line), and a second burst's finding changes nothing again;
 # - the journal refused at a FIFO, a symlink and a file socktune did not make: one line,
@@ -78,9 +79,10 @@ if ! start_server -l "$P" over -- $PY -m http.server --bind 127.0.0.1 "$P"; then
 	exit 0
 fi
 OVER=$SRV_PID
+HOST=127.0.0.1 ADDR=127.0.0.1
 # burst NAME: 300 connects at once (bounded: 4 s)
 burst() {
-	"$BIN/kaclient" burst -n 300 -T 4 127.0.0.1 "$P" >"$TMP/$1.client" 2>&1
+	"$BIN/kaclient" burst -n 300 -T 4 "$HOST" "$P" >"$TMP/$1.client" 2>&1
 }
 "$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 ":$P" \
 	>/dev/null 2>"$TMP/advice.err" &
@@ -94,59 +96,75 @@ $(backlog_of "$P") (5: unchanged), apply lines $(count "$TMP/advice.err" 'event=
 	"$(count "$TMP/advice.err" 'kind=accept-queue-overflow')" -ge 1 -a \
 	"$(backlog_of "$P")" = 5 -a "$(count "$TMP/advice.err" 'event=apply')" = 0
 
-J=$TMP/state/journal.jsonl
-mkdir -p "$TMP/state"
-STATE_DIRECTORY=$TMP/state "$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 \
-	--apply ":$P" >/dev/null 2>"$TMP/over.werr" &
-W=$!
-sleep 1
-burst over1
-busywait 10000 journal_has "$J" apply 1
-check watch_apply_backlog "backlog read back $(backlog_of "$P") (want $WANT); journal: \
-$(cat "$J" 2>/dev/null); $(cat "$TMP/over.werr")" "$(backlog_of "$P")" = "$WANT"
-check watch_apply_journal_default "journal at \$STATE_DIRECTORY/journal.jsonl, mode \
-$(stat -c %a "$J" 2>/dev/null)" -f "$J" -a "$(stat -c %a "$J" 2>/dev/null)" = 600
-line=$(grep '"event": "apply"' "$J" | head -n 1)
-case $line in
-*'"kind": "accept-queue-overflow"'*'"option": "backlog"'*'"before": 5'*"\"after\": $WANT"*"\"pid\": $OVER"*'"fd": '*"\"addr\": \"127.0.0.1:$P\""*'"time": "'*)
-	pass watch_apply_journal_line ;;
-*) fail watch_apply_journal_line "$line" ;;
-esac
-fid=$(echo "$line" | sed -n 's/.*"finding": "\([0-9a-f]*\)".*/\1/p')
-check watch_apply_journal_why "finding $fid in watch's lines" -n "$fid" -a \
-	-n "$(grep "event=finding id=$fid kind=accept-queue-overflow" "$TMP/over.werr")"
-bad=""
-grep -v '"event": "journal"' "$J" >"$TMP/j.lines"
-while read -r l; do
-	echo "$l" >"$TMP/one.json"
-	bad="$bad$(schema_problems "$TMP/one.json")"
-done <"$TMP/j.lines"
-check watch_apply_journal_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
+# over_case 4|6: --apply on the backlog-5 server $OVER on $HOST port $P (ADDR: as the
+# journal writes it), revert while watch runs, the back-off
+over_case() {
+	S=$TMP/state$1
+	J=$S/journal.jsonl
+	mkdir -p "$S"
+	STATE_DIRECTORY=$S "$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 \
+		--apply ":$P" >/dev/null 2>"$TMP/over$1.werr" &
+	W=$!
+	sleep 1
+	burst over1$1
+	busywait 10000 journal_has "$J" apply 1
+	check watch_apply_backlog_v$1 "backlog read back $(backlog_of "$P") (want $WANT); journal: \
+	$(cat "$J" 2>/dev/null); $(cat "$TMP/over$1.werr")" "$(backlog_of "$P")" = "$WANT"
+	check watch_apply_journal_default_v$1 "journal at \$STATE_DIRECTORY/journal.jsonl, mode \
+	$(stat -c %a "$J" 2>/dev/null)" -f "$J" -a "$(stat -c %a "$J" 2>/dev/null)" = 600
+	line=$(grep '"event": "apply"' "$J" | head -n 1)
+	case $line in
+	*'"kind": "accept-queue-overflow"'*'"option": "backlog"'*'"before": 5'*"\"after\": $WANT"*"\"pid\": $OVER"*'"fd": '*"\"addr\": \"$ADDR:$P\""*'"time": "'*)
+		pass watch_apply_journal_line_v$1 ;;
+	*) fail watch_apply_journal_line_v$1 "$line" ;;
+	esac
+	fid=$(echo "$line" | sed -n 's/.*"finding": "\([0-9a-f]*\)".*/\1/p')
+	check watch_apply_journal_why_v$1 "finding $fid in watch's lines" -n "$fid" -a \
+		-n "$(grep "event=finding id=$fid kind=accept-queue-overflow" "$TMP/over$1.werr")"
+	bad=""
+	grep -v '"event": "journal"' "$J" >"$TMP/j.lines"
+	while read -r l; do
+		echo "$l" >"$TMP/one.json"
+		bad="$bad$(schema_problems "$TMP/one.json")"
+	done <"$TMP/j.lines"
+	check watch_apply_journal_schema_v$1 "keys not in socktune --schema: ${bad:-none}" -z "$bad"
 
-# back-off: an operator sets the backlog back while watch runs
-STATE_DIRECTORY=$TMP/state "$CLI" revert all >"$TMP/rev1.out" 2>"$TMP/rev1.err"
-rc=$?
-check revert_backlog "status $rc, backlog read back $(backlog_of "$P") (5); $(cat "$TMP/rev1.out" \
-"$TMP/rev1.err")" "$rc" = 0 -a "$(backlog_of "$P")" = 5 -a \
-	-n "$(grep "event=revert .*option=backlog .*before=$WANT after=5" "$TMP/rev1.out")"
-check revert_marks_journal "revert lines $(count "$J" '"event": "revert"')" \
-	"$(count "$J" '"event": "revert"')" = 1
-busywait 5000 line_has "$TMP/over.werr" 'event=apply-backoff' 1
-n0=$(count "$TMP/over.werr" 'event=finding id=.* kind=accept-queue-overflow')
-burst over2
-busywait 10000 sh -c "[ \$(grep -c 'event=finding id=.* kind=accept-queue-overflow' '$TMP/over.werr') -gt $n0 ]"
-sleep 1.5 # (two windows more: a re-apply would come now)
-check watch_apply_backs_off "backoff lines $(count "$TMP/over.werr" 'event=apply-backoff') (1), \
-apply lines $(count "$J" '"event": "apply"') (1), backlog $(backlog_of "$P") (5), findings \
-$(count "$TMP/over.werr" 'kind=accept-queue-overflow') after $n0" \
-	"$(count "$TMP/over.werr" 'event=apply-backoff')" = 1 -a \
-	"$(count "$J" '"event": "apply"')" = 1 -a "$(backlog_of "$P")" = 5 -a \
-	"$(count "$TMP/over.werr" 'event=finding id=.* kind=accept-queue-overflow')" -gt "$n0"
-kill "$W"; wait "$W" 2>/dev/null
-STATE_DIRECTORY=$TMP/state "$CLI" revert all >"$TMP/rev2.out" 2>&1
-rc=$?
-check revert_twice_nothing "status $rc: $(cat "$TMP/rev2.out")" "$rc" = 0 -a ! -s "$TMP/rev2.out"
+	# back-off: an operator sets the backlog back while watch runs
+	STATE_DIRECTORY=$S "$CLI" revert all >"$TMP/rev1$1.out" 2>"$TMP/rev1$1.err"
+	rc=$?
+	check revert_backlog_v$1 "status $rc, backlog read back $(backlog_of "$P") (5); $(cat "$TMP/rev1$1.out" \
+	"$TMP/rev1$1.err")" "$rc" = 0 -a "$(backlog_of "$P")" = 5 -a \
+		-n "$(grep "event=revert .*option=backlog .*before=$WANT after=5" "$TMP/rev1$1.out")"
+	check revert_marks_journal_v$1 "revert lines $(count "$J" '"event": "revert"')" \
+		"$(count "$J" '"event": "revert"')" = 1
+	busywait 5000 line_has "$TMP/over$1.werr" 'event=apply-backoff' 1
+	n0=$(count "$TMP/over$1.werr" 'event=finding id=.* kind=accept-queue-overflow')
+	burst over2$1
+	busywait 10000 sh -c "[ \$(grep -c 'event=finding id=.* kind=accept-queue-overflow' '$TMP/over$1.werr') -gt $n0 ]"
+	sleep 1.5 # (two windows more: a re-apply would come now)
+	check watch_apply_backs_off_v$1 "backoff lines $(count "$TMP/over$1.werr" 'event=apply-backoff') (1), \
+	apply lines $(count "$J" '"event": "apply"') (1), backlog $(backlog_of "$P") (5), findings \
+	$(count "$TMP/over$1.werr" 'kind=accept-queue-overflow') after $n0" \
+		"$(count "$TMP/over$1.werr" 'event=apply-backoff')" = 1 -a \
+		"$(count "$J" '"event": "apply"')" = 1 -a "$(backlog_of "$P")" = 5 -a \
+		"$(count "$TMP/over$1.werr" 'event=finding id=.* kind=accept-queue-overflow')" -gt "$n0"
+	kill "$W"; wait "$W" 2>/dev/null
+	STATE_DIRECTORY=$S "$CLI" revert all >"$TMP/rev2$1.out" 2>&1
+	rc=$?
+	check revert_twice_nothing_v$1 "status $rc: $(cat "$TMP/rev2$1.out")" "$rc" = 0 -a ! -s "$TMP/rev2$1.out"
+}
+over_case 4
 kill "$OVER"; wait "$OVER" 2>/dev/null
+P=$(free_port)
+while [ "$M" = "$P" ]; do P=$(free_port); done
+HOST=::1 ADDR=[::1]
+if start_server -l "$P" over6 -- $PY -m http.server --bind ::1 "$P"; then
+	OVER=$SRV_PID
+	over_case 6
+	kill "$OVER"; wait "$OVER" 2>/dev/null
+else
+	fail watch_apply.server6 "http.server on ::1 did not start: $(cat "$TMP/over6.err")"
+fi
 
 # ---- nagle-delayed-ack: NODELAY live on the listener and the connection ----
 P=$(free_port)
