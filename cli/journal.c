@@ -33,6 +33,19 @@ const char *journal_default(char *buf, size_t n)
 	return buf;
 }
 
+/* A journal that another user could have written is not acted on: revert changes the
+ * sockets it names.  Its owner is this user or root, and only the owner may write it. */
+static int trusted(const struct stat *sb, const char *path, char *err, size_t n)
+{
+	if ((sb->st_uid != geteuid() && sb->st_uid != 0) || (sb->st_mode & 022)) {
+		snprintf(err, n, "journal %s: owned by uid %u, mode %03o: refused (only its owner, "
+		         "this user or root, may write a journal)", path, (unsigned)sb->st_uid,
+		         (unsigned)(sb->st_mode & 0777));
+		return 0;
+	}
+	return 1;
+}
+
 static const char *kind_of(mode_t m)
 {
 	return S_ISLNK(m) ? "a symlink" : S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory"
@@ -120,6 +133,10 @@ int journal_open(const char *path, char *err, size_t n)
 	if (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode) ||
 	    (!made && (now.st_ino != sb.st_ino || now.st_dev != sb.st_dev))) {
 		snprintf(err, n, "journal %s: changed while it was opened: refused", path);
+		close(fd);
+		return -1;
+	}
+	if (!made && !trusted(&now, path, err, n)) {
 		close(fd);
 		return -1;
 	}
@@ -219,6 +236,8 @@ int journal_read(const char *path, struct journal_change **out, char *err, size_
 		snprintf(err, n, "journal %s: %s: refused", path, kind_of(sb.st_mode));
 		return -1;
 	}
+	if (!trusted(&sb, path, err, n))
+		return -1;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		snprintf(err, n, "journal %s: %s", path, strerror(errno));
 		return -1;

@@ -13,7 +13,8 @@
 const char *journal_default(char *buf, size_t n);
 
 /* Opened for appending: made (O_EXCL, 0600) with its first line when absent, else only a
- * regular file that starts with a journal's first line (one this command made).  A symlink,
+ * regular file that starts with a journal's first line (one this command made), owned by
+ * this user or root and writable by its owner alone.  A symlink,
  * a FIFO, a device, a directory or another file is refused: -1 and why in err. */
 int journal_open(const char *path, char *err, size_t n);
 

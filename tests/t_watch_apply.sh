@@ -12,7 +12,7 @@
 #   (or the namespace's somaxconn below it), read back; revert while watch runs sets 5 back,
 #   watch backs off (one line), and a second burst's finding changes nothing again;
 # - the journal refused at a FIFO, a symlink and a file socktune did not make: one line,
-#   status 1, the file left as it was.
+#   status 1, the file left as it was; revert refuses a journal others may write.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v curl >/dev/null || ! command -v ss >/dev/null; then
@@ -217,5 +217,10 @@ check revert_nodelay_marked "$(grep '"event": "revert"' "$J2")" \
 "$CLI" revert --journal "$J2" 0123456789abcdef >/dev/null 2>"$TMP/rev4.err"
 rc=$?
 check revert_unknown_id "status $rc: $(cat "$TMP/rev4.err")" "$rc" = 2
+cp "$J2" "$TMP/open.jsonl" && chmod 666 "$TMP/open.jsonl"
+"$CLI" revert --journal "$TMP/open.jsonl" all >"$TMP/rev5.out" 2>"$TMP/rev5.err"
+rc=$?
+check revert_refuses_writable_journal "status $rc: $(cat "$TMP/rev5.err")" "$rc" = 3 -a \
+	! -s "$TMP/rev5.out" -a -n "$(grep 'mode 666: refused' "$TMP/rev5.err")"
 kill "$KC" 2>/dev/null; wait "$KC" 2>/dev/null
 exit 0
