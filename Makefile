@@ -243,6 +243,8 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 # Each target links common/; fuzz_cli also the command's option parser (and the help it
 # prints), as the command does.
 build-fuzz/fuzz_cli: cli/args.c cli/help.c
+# fuzz_journal: the journal's line reader, and the record layer that writes the lines
+build-fuzz/fuzz_journal: cli/journal.c cli/record.c
 build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ishim -Icommon $(CLI_INC) \

@@ -32,7 +32,7 @@ void run_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check|attach|doctor|stats ... (socktune SUBCOMMAND --help)\n"
+	        "       socktune check|attach|doctor|stats|watch|revert ... (socktune SUBCOMMAND --help)\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
 	        "tunes its TCP listeners and logs what the kernel applied.\n"
@@ -43,6 +43,9 @@ void run_help(FILE *f)
 	        "  doctor   watch a running server's listeners and connections and name the\n"
 	        "           setting that cures what it saw\n"
 	        "  stats    read the statistics file the library writes (--stats PATH)\n"
+	        "  watch    every listener of the node as Prometheus metrics and findings; with\n"
+	        "           --apply, their socket-option cures applied and journalled\n"
+	        "  revert   undo what watch --apply changed, from its journal\n"
 	        "\n");
 	help_policy(f, NULL);
 	fprintf(f, "\nCommand options:\n");

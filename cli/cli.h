@@ -126,6 +126,19 @@ int probe_set_int(int fd, int level, int opt, int v);
 int probe_get_int(int fd, int level, int opt, long long *out);
 int probe_backlog(long long want, long long *out);
 
+/* ---- sockcopy.c: one value of another process's socket, through a pidfd_getfd copy ---- */
+
+enum sockcopy_what { SC_NODELAY, SC_BACKLOG }; /* TCP_NODELAY (0, 1); a listener's backlog */
+/* A copy of pid's fd, checked to be the socket of inode ino (0: any socket); -1 with errno
+ * (ESTALE: the number names another file now; EPERM: no ptrace access). */
+int sockcopy_open(int pid, int fd, unsigned long long ino);
+int sockcopy_get(int copy, enum sockcopy_what what); /* -1: not readable */
+int sockcopy_set(int copy, enum sockcopy_what what, int v);
+/* Copy, read, set v, read back, close: 0, or -1 with errno (before/after -1: not read). */
+int sockcopy_change(int pid, int fd, unsigned long long ino, enum sockcopy_what what, int v,
+                    int *before, int *after);
+int sockcopy_read(int pid, int fd, unsigned long long ino, enum sockcopy_what what);
+
 struct host_sysctl {
 	const char *name;
 	int words; /* 0: one number, 3: three numbers, -1: a list of names */

@@ -33,8 +33,9 @@ static const struct sub {
 	{"doctor", 0, NULL, (const char *const[]){"--seconds SECONDS", "--json", "--help", NULL}},
 	{"watch", 0, NULL, (const char *const[]){"--listen ADDR:PORT", "--textfile PATH",
 	                                         "--every SECONDS", "--interval SECONDS",
-	                                         "--window SECONDS",
+	                                         "--window SECONDS", "--apply", "--journal PATH",
 	                                         "--seconds SECONDS", "--help", NULL}},
+	{"revert", 0, NULL, (const char *const[]){"--journal PATH", "--help", NULL}},
 };
 
 /* The names an option's value may be, when they are a few words: the host's own for a
@@ -89,7 +90,7 @@ int list_options(FILE *out, const char *sub)
 		return 0;
 	if (!s) {
 		usage_error(stderr, "--list-options %s: not a subcommand (run, check, attach, detach, "
-		            "stats, doctor, watch)", sub);
+		            "stats, doctor, watch, revert)", sub);
 		return EXIT_USAGE;
 	}
 	for (int i = 0; s->opts[i]; i++)

@@ -1,6 +1,6 @@
 /* The socktune command: which of its programs runs (socktune PROGRAM: run.c; check:
  * check.c; attach: attach.c (--cgroup: cgroup/cgattach.c); detach: cgroup/cgattach.c;
- * stats: stats.c; doctor: doctor.c; watch: watch.c; --list-options, for the
+ * stats: stats.c; doctor: doctor.c; watch: watch.c; revert: revert.c; --list-options, for the
  * shell's completion: complete.c), and the exit status, which main alone decides. */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "doctor.h"
 #include "record.h"
+#include "revert.h"
 #include "watch.h"
 
 static const struct subcommand {
@@ -22,6 +23,7 @@ static const struct subcommand {
 	{"doctor", doctor_help},
 	{"stats", stats_help},
 	{"watch", watch_help},
+	{"revert", revert_help},
 };
 
 /* The exit status for what a parser said when it was not CLI_GO; help: whose --help. */
@@ -142,6 +144,13 @@ int main(int argc, char **argv)
 			return json_refused(msg, exit_status(r, watch_help));
 		json_refused(msg, 0);
 		return stop_end(watch_main(&a));
+	}
+	if (argc > 1 && strcmp(argv[1], "revert") == 0) {
+		struct revert_args ra;
+		r = revert_parse(argc - 1, argv + 1, &ra, msg);
+		if (r != CLI_GO)
+			return exit_status(r, revert_help);
+		return revert_main(&ra);
 	}
 	if (argc > 1 && strcmp(argv[1], "detach") == 0) {
 		struct cg_detach_args d;

@@ -119,7 +119,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CHK_HARD, ".hard", REC_INT, "check: a limit's hard value")                                 \
 	X(CHK_PAGE_SIZE_BYTES, "page_size_bytes", REC_INT, "check: the page size")                   \
 	X(CHK_OPTIONS, "options", REC_ARR, "check: every configured value, one object each")         \
-	X(CHK_OPTION, "option", REC_STR, "an option's name (check: as on the command line; the log: its key)")         \
+	X(CHK_OPTION, "option", REC_STR, "an option's name (check: as on the command line; the log, watch --apply, revert: its key)")         \
 	X(CHK_VARIABLE, "variable", REC_STR, "an option's SOCKTUNE_* variable")                        \
 	X(CHK_VALUE, "value", REC_STR, "its value as configured (text)")                       \
 	X(CHK_VERDICT, "verdict", REC_STR,                                                           \
@@ -327,6 +327,16 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(WCH_FLAPS, "flaps", REC_INT, "watch: times a finding came back soon after it cleared")     \
 	X(WCH_CLEARS_AFTER, "clears_after_windows", REC_INT,                                    \
 	  "watch: quiet windows a flapping finding takes to clear (doubled at each flap)")      \
+	/* ---- watch --apply's journal, socktune revert ---- */                             \
+	X(JRN_CHANGE, "change", REC_STR, "watch --apply, revert: a change's id in the journal (16 hex digits)") \
+	X(JRN_FINDING, "finding", REC_STR, "watch --apply, revert: the id of the finding a change cures (watch's id)") \
+	X(JRN_BEFORE, "before", REC_INT, "watch --apply, revert: the value read back before the change") \
+	X(JRN_AFTER, "after", REC_INT, "watch --apply, revert: the value read back after the change") \
+	X(JRN_TIME, "time", REC_STR, "watch --apply, revert: when a journal line was written (RFC 3339, UTC)") \
+	X(JRN_INODE, "inode", REC_INT, "watch --apply, revert: the socket's inode (a descriptor number reused for another socket is not touched)") \
+	X(JRN_JOURNAL, "journal", REC_STR, "watch --apply, revert: the journal's path")             \
+	X(JRN_SET, "set", REC_INT, "watch: the value watch set that the socket no longer has (a back-off)") \
+	X(JRN_NOW, "now", REC_INT, "watch: the value the socket has now (a back-off)")              \
 	/* (end) */
 
 #define REC_ENUM(id, name, type, meaning) K_##id,

@@ -17,7 +17,7 @@ _socktune()
 	[[ $cmd == */* && -x $cmd ]] || cmd=$(type -P socktune) || return 0
 
 	case ${COMP_WORDS[1]-} in
-	check | attach | detach | stats | doctor | watch) sub=${COMP_WORDS[1]} i=2 ;;
+	check | attach | detach | stats | doctor | watch | revert) sub=${COMP_WORDS[1]} i=2 ;;
 	esac
 	if ((COMP_CWORD == 1)) && [[ $cur != -* ]]; then
 		local subs

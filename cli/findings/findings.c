@@ -106,7 +106,7 @@ static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_l
 	return c->nodelay >= 0 ? c->nodelay : d->l[c->listener].nodelay;
 }
 
-static void nagle(const struct doctor *d, struct doc_findings *fs)
+void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -539,7 +539,7 @@ void doctor_findings(const struct doctor *d, struct doc_findings *out)
 	doctor_findings_free(out);
 	out->dropped = 0;
 	doc_queue_findings(d, out);
-	nagle(d, out);
+	doc_nagle_findings(d, out);
 	delack_two_write(d, out);
 	client_nagle(d, out);
 	limited(d, out, 1);

@@ -50,6 +50,11 @@ double doc_share(uint64_t part, uint64_t busy);
 int doctor_status(const struct doc_findings *fs);
 /* findings_queue.c: the accept queue's rules (overflow now, an earlier one, the cap) */
 void doc_queue_findings(const struct doctor *d, struct doc_findings *fs);
+/* findings.c: the server's Nagle held by the client's delayed ACK (nagle-delayed-ack), on the
+ * record's connections (watch runs it on its connection samples) */
+void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs);
+/* The backlog the accept queue's findings cure with (watch --apply sets it) */
+#define DOC_BACKLOG_CURE 4096
 
 /* One connection's numbers over an interval, as the client-Nagle rule reads them (tcp_info's
  * counters at two moments, or since the connection began). */

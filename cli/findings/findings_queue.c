@@ -6,7 +6,7 @@
 #include "window.h"
 #include "findings.h"
 
-#define BACKLOG_CURE 4096
+#define BACKLOG_CURE DOC_BACKLOG_CURE
 
 /* The sysctl that raises the cap every backlog of the namespace is cut to, when it is below
  * the cure: first, since a backlog asked for later is cut to it */

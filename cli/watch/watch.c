@@ -302,6 +302,8 @@ int watch_main(const struct watch_args *a)
 	w.consumers = (a->listen ? 1 << WATCH_SCRAPE : 0) | (a->textfile ? 1 << WATCH_FILE : 0);
 	if (targets(&w) != 0)
 		return EXIT_NOT_FOUND;
+	if (watch_apply_open(&w) != 0)
+		return 1;
 	int lfd = -1;
 	if (a->listen) {
 		char err[256];

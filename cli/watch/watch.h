@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "diag.h"
 
 #define WATCH_MAX_NS 256         /* network namespaces followed */
 #define WATCH_MAX_LISTENERS 4096 /* listeners (address and port in a namespace) followed */
@@ -27,6 +28,8 @@ struct watch_args {
 	double every;         /* --every SECONDS: the textfile's rewrites */
 	double seconds;       /* --seconds SECONDS: the run's length (0: until a signal) */
 	double window;        /* --window SECONDS: the findings' window */
+	int apply;            /* --apply: the socket-option cures applied, journalled */
+	const char *journal;  /* --journal PATH (NULL: journal.h's default) */
 	const char *targets[WATCH_MAX_TARGETS];
 	int ntargets;
 };
@@ -117,6 +120,35 @@ struct watch_listener {
 	/* established connections at the latest connection sample (and while one runs) */
 	unsigned long long conns, s_conns;
 	int conns_known;
+	int doc_index;         /* its index in the window's record being judged, -1 none */
+};
+
+/* ---- watchconn.c: the connections the Nagle rule reads ---- */
+
+#define WATCH_MAX_CONNS 4096 /* connections kept with their tcp_info (past it: counted) */
+struct watch_conn {
+	struct watch_listener *l;
+	struct diag_sock first, last; /* the sample before and the latest */
+	double first_t, last_t;
+	int samples;                  /* 2: seen by both */
+};
+/* The connections of the latest connection sample, at most WATCH_MAX_CONNS */
+const struct watch_conn *watch_conns(int *n);
+
+/* ---- watchapply.c: --apply ---- */
+
+#define WATCH_MAX_APPLIED 256
+struct watch_applied {  /* a value watch set on a listener, checked on every window after */
+	int used;
+	unsigned long long ns_ino;
+	int family;
+	unsigned char addr[16];
+	unsigned port;
+	int what;               /* SC_NODELAY, SC_BACKLOG (cli.h) */
+	int pid, fd;
+	unsigned long long inode;
+	int set;                /* the value set (-1: nothing changed, none to watch) */
+	int backed_off;         /* the socket has another value now: never applied again */
 };
 
 enum { WATCH_SCRAPE, WATCH_FILE };
@@ -144,7 +176,20 @@ struct watch {
 	int consumers;                /* 1 << WATCH_SCRAPE | 1 << WATCH_FILE: who reads */
 	struct watch_finding find[WATCH_MAX_FINDINGS];
 	unsigned long long findings_not_followed;
+	int journal_fd;               /* --apply: the journal, open from the start */
+	char journal_path[4096];
+	struct watch_applied applied[WATCH_MAX_APPLIED];
+	unsigned long long applied_changes, backoffs; /* for the metrics */
 };
+
+/* watchapply.c: the journal opened (its refusal said); 0, or -1 */
+int watch_apply_open(struct watch *w);
+/* The cure of finding f on listener l applied, when it is a socket option's and was not
+ * applied to that listener before (nor backed off from) */
+void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_listener *l);
+/* Each value watch set read back: one that differs now was set by someone else, and watch
+ * backs off (said once) */
+void watch_apply_check(struct watch *w);
 
 /* watchfind.c: at a window's start (the namespaces' counters), and at its end: the rules,
  * each finding's series and its log lines (appeared, cleared) */

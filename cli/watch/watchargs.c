@@ -13,7 +13,7 @@ void watch_help(FILE *f)
 	        "\n"
 	        "Watches every TCP listener of the node, in every network namespace (or those of\n"
 	        "the processes and ports given), from the kernel's socket diagnostics, changing\n"
-	        "nothing and preloading nothing: per listener its accept queue now and its peak\n"
+	        "nothing (unless --apply) and preloading nothing: per listener its accept queue now and its peak\n"
 	        "since the last scrape, the backlog in force, the connection attempts it dropped,\n"
 	        "its buffers; per namespace the TcpExt ListenOverflows and ListenDrops counters.\n"
 	        "Series are named by namespace, address, port and the service that holds the\n"
@@ -32,15 +32,30 @@ void watch_help(FILE *f)
 	help_entry(f, "--interval SECONDS",
 	           "how often the listeners are sampled (0.01 to 60; default 0.1)", NULL);
 	help_entry(f, "--window SECONDS",
-	           "the window doctor's accept-queue rules judge, each in turn (0.1 to 3600; "
+	           "the window doctor's accept-queue rules (and its Nagle rule, on the latest "
+	           "connection samples) judge, each in turn (0.1 to 3600; "
 	           "default 10): a finding is a series while it holds, and a line on stderr when it "
 	           "appears and when it clears", NULL);
+	help_entry(f, "--apply",
+	           "apply the cure of a finding that a socket option cures, once per listener, "
+	           "live through a pidfd_getfd copy: accept-queue-overflow listens again with "
+	           "backlog 4096 (cut to the namespace's somaxconn), nagle-delayed-ack sets "
+	           "TCP_NODELAY on the listener and its connections; each change read back, said "
+	           "on stderr and written to the journal first.  Someone setting the option "
+	           "otherwise afterwards makes watch back off from it (said once).  Without "
+	           "--apply watch changes nothing", NULL);
+	help_entry(f, "--journal PATH",
+	           "with --apply, the journal of every change (one JSON line each, appended, "
+	           "fsync'd; socktune revert undoes them); default $STATE_DIRECTORY/journal.jsonl, "
+	           "else /var/lib/socktune/journal.jsonl.  A symlink, a FIFO or a file socktune did "
+	           "not make is refused", NULL);
 	help_entry(f, "--seconds N", "end after N seconds (default: run until SIGTERM or SIGINT)",
 	           NULL);
 	help_entry(f, "--help", "", NULL);
 	fprintf(f, "\n"
 	           "Exit status: 2 for a bad option; 3 when a target is not found or --listen's\n"
-	           "address cannot be bound; 1 when --textfile cannot be written at the first try;\n"
+	           "address cannot be bound; 1 when --textfile cannot be written at the first try\n"
+	           "or --apply's journal cannot be opened (refused);\n"
 	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.\n");
 }
 
@@ -73,6 +88,14 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 				                   : o[2] == 'l' ? "missing ADDR:PORT" : "missing PATH");
 			*(o[2] == 'l' ? &a->listen : &a->textfile) = v;
 			i++;
+		} else if (strcmp(o, "--apply") == 0) {
+			a->apply = 1;
+		} else if (strcmp(o, "--journal") == 0) {
+			if (!v || !*v)
+				return usage_error(msg, "watch --journal: %s", v ? "an empty value"
+				                   : "missing PATH");
+			a->journal = v;
+			i++;
 		} else if (strcmp(o, "--every") == 0) {
 			if (seconds_arg(o, v, 0.1, 3600, &a->every, msg) != CLI_GO)
 				return CLI_BAD;
@@ -91,7 +114,7 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			i++;
 		} else if (o[0] == '-' && o[1]) {
 			return usage_error(msg, "watch: unknown option %s (--listen ADDR:PORT, --textfile "
-			                   "PATH, --every, --interval, --window, --seconds)", o);
+			                   "PATH, --every, --interval, --window, --apply, --journal PATH, --seconds)", o);
 		} else if (a->ntargets == WATCH_MAX_TARGETS) {
 			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
 		} else {
@@ -102,6 +125,9 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			a->targets[a->ntargets++] = o;
 		}
 	}
+	if (a->journal && !a->apply)
+		return usage_error(msg, "watch --journal: journals what --apply changes; without "
+		                   "--apply watch changes nothing");
 	if (!a->listen && !a->textfile)
 		return usage_error(msg, "watch: where do the metrics go? --listen ADDR:PORT (GET "
 		                   "/metrics) or --textfile PATH (node_exporter's textfile collector)");

@@ -1,5 +1,6 @@
-/* doctor's accept-queue rules (cli/findings/findings_queue.c), one implementation for both,
- * applied to watch's samples over each --window: the window is written into the rules' own
+/* doctor's accept-queue rules (cli/findings/findings_queue.c) and its Nagle rule
+ * (findings.c, on the latest two connection samples: watchconn.c), one implementation for
+ * both, applied to watch's samples over each --window: the window is written into the rules' own
  * record of a window (struct doctor, findings/window.h: the namespaces' counters at both ends, each listener's
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
  * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
@@ -156,22 +157,65 @@ static struct watch_finding *found(struct watch *w, const struct doc_finding *df
 	return f;
 }
 
-/* One chunk of the window in doctor's record, judged */
+/* The latest connection samples of the chunk's listeners into the record: each connection
+ * seen by the sample before and the latest, its counters' change between them */
+static void conns_in(struct doctor *d, struct watch_listener **map)
+{
+	static struct doc_conn c[WATCH_MAX_CONNS];
+	int n;
+	const struct watch_conn *wc = watch_conns(&n);
+	d->c = c;
+	d->nc = 0;
+	d->cap = WATCH_MAX_CONNS;
+	for (int k = 0; k < n; k++) {
+		const struct watch_conn *x = &wc[k];
+		int i = x->l->doc_index;
+		if (x->samples < 2 || i < 0 || i >= d->nl || map[i] != x->l)
+			continue;
+		struct doc_conn *dc = &c[d->nc++];
+		memset(dc, 0, sizeof *dc);
+		dc->listener = i;
+		dc->inode = x->last.inode;
+		dc->cookie = x->last.cookie;
+		dc->first = x->first;
+		dc->last = x->last;
+		dc->samples = 2;
+		dc->from_start = 1;
+		dc->first_t = x->first_t;
+		dc->last_t = x->last_t;
+		dc->max_rtt = x->first.ti.rtt > x->last.ti.rtt ? x->first.ti.rtt : x->last.ti.rtt;
+		dc->max_ato = x->first.ti.ato > x->last.ti.ato ? x->first.ti.ato : x->last.ti.ato;
+		dc->nodelay = -1;
+		dc->pid = dc->fd = -1;
+		d->l[i].conns++;
+	}
+}
+
+/* One chunk of the window in doctor's record, judged: the accept queue's rules, and the
+ * Nagle rule on the connections */
 static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
                   int *seen)
 {
 	static struct doc_findings fs;
+	conns_in(d, map);
 	doc_queue_findings(d, &fs);
+	doc_nagle_findings(d, &fs);
 	for (int k = 0; k < fs.n; k++) {
 		const struct doc_finding *df = &fs.f[k];
 		if (df->listener < 0 || df->listener >= d->nl)
 			continue;
 		struct watch_finding *f = found(w, df, map[df->listener], now);
-		if (f)
+		if (f) {
 			seen[f - w->find] = 1;
+			watch_apply(w, f, map[df->listener]);
+		}
 	}
+	for (int k = 0; k < d->nl; k++)
+		map[k]->doc_index = -1;
 	doctor_findings_free(&fs);
 	fs.n = fs.dropped = 0;
+	d->c = NULL;
+	d->nc = d->cap = 0;
 }
 
 /* The namespace of l in d (added with its counters when new); -1 when d has no room */
@@ -217,6 +261,9 @@ void watch_findings(struct watch *w, double now)
 	static long long end[WATCH_MAX_NS][3];
 	static int seen[WATCH_MAX_FINDINGS];
 	memset(seen, 0, sizeof seen);
+	watch_apply_check(w);
+	for (int k = 0; k < w->nl; k++)
+		w->l[k].doc_index = -1;
 	for (int k = 0; k < w->nns; k++)
 		ns_counters(&w->ns[k], end[k]);
 	memset(&d, 0, sizeof d);
@@ -238,6 +285,7 @@ void watch_findings(struct watch *w, double now)
 				continue;
 		}
 		struct doc_listener *L = &d.l[d.nl];
+		l->doc_index = d.nl;
 		map[d.nl++] = l;
 		L->ns = ns;
 		L->family = l->family;

@@ -21,7 +21,7 @@ enum metric {
 	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_LISTENERS, M_FINDING,
 	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
 	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
-	M_C_EVERY, M_C_SOCKETS, M_H_EVERY,
+	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS,
 };
 
 static const struct prom_family families[] = {
@@ -82,6 +82,10 @@ static const struct prom_family families[] = {
 	 "listeners' own)"},
 	{M_H_EVERY, S_WATCH, "socktune_watch_holder_scan_interval_seconds", "gauge",
 	 "seconds between walks of /proc/PID/fd now: 1, more when one costs over 0.2% of a core"},
+	{M_APPLIED, S_WATCH, "socktune_watch_applied_changes_total", "counter",
+	 "socket options --apply changed (each in the journal; 0 without --apply)"},
+	{M_BACKOFFS, S_WATCH, "socktune_watch_apply_backoffs_total", "counter",
+	 "values --apply set that someone set otherwise after: watch backed off from them"},
 };
 
 static void listener_labels(FILE *out, const struct watch_listener *l)
@@ -186,6 +190,12 @@ static void watch_samples(FILE *out, enum metric k, const struct watch *w)
 		break;
 	case M_H_EVERY:
 		fprintf(out, "%.0f", w->ident_every > 0 ? w->ident_every : 1.0);
+		break;
+	case M_APPLIED:
+		fprintf(out, "%llu", w->applied_changes);
+		break;
+	case M_BACKOFFS:
+		fprintf(out, "%llu", w->backoffs);
 		break;
 	default:
 		break;

@@ -1,0 +1,81 @@
+/* A socket of another process changed from outside, one value at a time: pidfd_getfd(2)
+ * (Linux 5.6) takes a copy of its descriptor, an option set on the copy is set on the socket
+ * itself, and listen() on a copy of a listener changes its backlog live (the kernel cuts it
+ * to the target namespace's somaxconn).  The copy is held only for the change and closed at
+ * once: a socket whose owner closes it while a copy is open lives on.  Each value is read
+ * back from the kernel after it is set.  What watch --apply and socktune revert share. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "socktune_apply.h"
+#include "cli.h"
+
+int sockcopy_open(int pid, int fd, unsigned long long ino)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return -1;
+	int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	int err = errno;
+	close(pidfd);
+	if (copy < 0) {
+		errno = err;
+		return -1;
+	}
+	struct stat sb;
+	if (fstat(copy, &sb) != 0 || !S_ISSOCK(sb.st_mode) ||
+	    (ino && (unsigned long long)sb.st_ino != ino)) {
+		close(copy);
+		errno = ESTALE; /* the number names another file now */
+		return -1;
+	}
+	return copy;
+}
+
+int sockcopy_get(int copy, enum sockcopy_what what)
+{
+	long long v;
+	if (what == SC_BACKLOG)
+		return st_listen_backlog(&cli_raw_ops, copy);
+	return probe_get_int(copy, IPPROTO_TCP, TCP_NODELAY, &v) == 0 ? (v != 0) : -1;
+}
+
+int sockcopy_set(int copy, enum sockcopy_what what, int v)
+{
+	if (what == SC_BACKLOG)
+		return (int)syscall(SYS_listen, copy, v);
+	return probe_set_int(copy, IPPROTO_TCP, TCP_NODELAY, v);
+}
+
+int sockcopy_change(int pid, int fd, unsigned long long ino, enum sockcopy_what what, int v,
+                    int *before, int *after)
+{
+	int copy = sockcopy_open(pid, fd, ino);
+	if (copy < 0)
+		return -1;
+	int rc = 0, err = 0;
+	*before = sockcopy_get(copy, what);
+	if (sockcopy_set(copy, what, v) != 0) {
+		rc = -1;
+		err = errno;
+	}
+	*after = sockcopy_get(copy, what);
+	close(copy);
+	errno = err;
+	return rc;
+}
+
+int sockcopy_read(int pid, int fd, unsigned long long ino, enum sockcopy_what what)
+{
+	int copy = sockcopy_open(pid, fd, ino);
+	if (copy < 0)
+		return -1;
+	int v = sockcopy_get(copy, what);
+	close(copy);
+	return v;
+}
