@@ -44,6 +44,12 @@ count() {
 }
 journal_has() { [ "$(count "$1" "\"event\": \"$2\"")" -ge "$3" ]; }
 line_has() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+# watching: watch's /metrics has the listener on port $P (its first sample was taken: a burst
+# before it would be in the baseline, and no finding)
+watching() {
+	curl -sf -m 2 "http://127.0.0.1:$M/metrics" 2>/dev/null |
+		grep -q "^socktune_listener_up{.*port=\"$P\".*} 1\$"
+}
 
 # ---- refusals: the journal at a FIFO, a symlink, another program's file ----
 M=$(free_port)
@@ -87,7 +93,7 @@ burst() {
 "$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 ":$P" \
 	>/dev/null 2>"$TMP/advice.err" &
 W=$!
-sleep 1
+busywait 15000 watching
 burst advice
 busywait 8000 line_has "$TMP/advice.err" 'kind=accept-queue-overflow' 1
 kill "$W"; wait "$W" 2>/dev/null
@@ -105,7 +111,7 @@ over_case() {
 	STATE_DIRECTORY=$S "$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 \
 		--apply ":$P" >/dev/null 2>"$TMP/over$1.werr" &
 	W=$!
-	sleep 1
+	busywait 15000 watching
 	burst over1$1
 	busywait 10000 journal_has "$J" apply 1
 	check watch_apply_backlog_v$1 "backlog read back $(backlog_of "$P") (want $WANT); journal: \
