@@ -165,6 +165,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(PROG_ID, "prog_id", REC_INT, "--cgroup: the kernel's id of the sock_ops program")        \
 	X(INSNS, "insns", REC_INT, "--cgroup: the sock_ops program's instruction count")           \
 	X(CONN, "conn", REC_STR, "--cgroup: the probe connection's end read: accepted, outgoing")  \
+	X(NOT_READABLE, "not_readable", REC_STR, "--cgroup: options the program sets that no socket shows (--initrwnd, --syn-rto): set, not read back, not claimed in force") \
 	X(CGROUPS, "cgroups", REC_ARR, "attach --cgroup, detach: each cgroup acted on (or target refused), one object each") \
 	X(TARGET, "target", REC_STR, "attach --cgroup, detach: the target as given (PID or :PORT)") \
 	X(CGROUP_ID, "cgroup_id", REC_INT, "attach --cgroup, detach: the cgroup's id (its directory's inode; ss -e's cgroup)") \
