@@ -132,6 +132,11 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CHK_EFFECTIVE_NAME, "effective_name", REC_STR, "check: the name in force on a probe socket") \
 	X(CHK_MEASURED, "measured", REC_BOOL, "check: effective was read back from a probe socket")  \
 	X(CHK_DOUBLED, "kernel_reports_double", REC_BOOL, "check: the kernel reports twice the request") \
+	X(CHK_CGROUP_MODE, "cgroup_mode", REC_OBJ, "check: whether this host can run the cgroup mode (socktune --cgroup, attach --cgroup)") \
+	X(CHK_USABLE, "usable", REC_BOOL, "check: the cgroup mode can run here (cgroup v2, the privilege, the kernel loads a sock_ops program)") \
+	X(CHK_CGROUP2_MOUNT, "cgroup2_mount", REC_STR, "check: where cgroup v2 is mounted (--cgroup-path: that directory, when it is one); null: none") \
+	X(CHK_PRIVILEGED, "privileged", REC_BOOL, "check: CAP_BPF and CAP_NET_ADMIN, or CAP_SYS_ADMIN, are held") \
+	X(CHK_SOCKOPS_LOADS, "sockops_loads", REC_BOOL, "check: the kernel loaded a two-instruction SOCK_OPS program (closed at once, attached nowhere)") \
 	X(CHK_REASON, "reason", REC_STR, "why: the value takes effect, or not, in full (check); a refusal, a skip (the log)")       \
 	X(CHK_MEMORY, "memory", REC_OBJ, "check: what a full set of connections may hold")           \
 	X(CHK_RCV_PER_CONN, "rcvbuf_per_connection_bytes", REC_INT, "check: receive buffer per connection") \
