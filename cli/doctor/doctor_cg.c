@@ -130,11 +130,11 @@ void doc_cgroups_rec(struct rec *root, const struct doctor *d)
 			rec_int(p, K_PROG_ID, s->id);
 			rec_str(p, K_PROG_NAME, s->name[0] ? s->name : NULL);
 			if (!s->name[0] && s->why[0]) { /* (not seen at all: whose, unknown) */
-				rec_null(p, K_SOCKTUNE_PROG);
+				rec_null(p, K_PROG_OURS);
 				rec_str(p, K_ERROR, s->why);
 				continue;
 			}
-			rec_bool(p, K_SOCKTUNE_PROG, s->ours);
+			rec_bool(p, K_PROG_OURS, s->ours);
 			if (!s->ours)
 				continue;
 			if (s->readable) {
