@@ -430,6 +430,46 @@ while [ $r -lt "$CC_ROUNDS" ]; do
 done
 stop "$sa" "$sb" "$sq" "$ss_"
 
+# The cgroup mode: the same loop with the kernel tuning each connection from a sock_ops
+# program (socktune --cgroup --nodelay: nothing in the server's process), against a plain
+# server, interleaved; the program's instruction count from the wrapper's read-back line.
+note "case 5: cgroup mode, accept+close rate, $CC_N connections x $CC_ROUNDS rounds"
+CG_SKIP=""
+"$CLI" --cgroup --nodelay -- true 2>"$OUT/c5cg-probe.err" ||
+	CG_SKIP=$(grep -v '^socktune pid=' "$OUT/c5cg-probe.err" | head -n 1 | cut -c1-160)
+if [ -z "$CG_SKIP" ]; then
+	pa=$(port)
+	start c5cg-plain "" "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pa"
+	sa=$LAST
+	pc=$(port)
+	start c5cg-cg "" env -u SOCKTUNE_LOG_FILE "$CLI" --cgroup --nodelay -- "$TSRV" -m accept -s -b 1024 -n 100000 -t $LIFE -p "$pc"
+	wc_=$LAST
+	waitfor 127.0.0.1 "$pa"
+	waitfor 127.0.0.1 "$pc"
+	sc=$(cut -d' ' -f1 /proc/"$wc_"/task/"$wc_"/children 2>/dev/null) # the server (the wrapper stays its parent; SOCKTUNE_LOG_FILE, the library's, is refused under --cgroup)
+	insns=$(sed -n 's/.* event=cgroup .*insns=\([0-9]*\).*/\1/p' "$OUT/c5cg-cg.out" | head -n 1)
+	[ -n "$insns" ] && rec c5cg.insns.cg "$insns"
+	note "case 5: cgroup mode: the generated program is ${insns:-?} instructions"
+	for p in "$pa" "$pc"; do "$BB/bcli" cc 127.0.0.1 "$p" 500 >/dev/null; done
+	r=0
+	while [ $r -lt "$CC_ROUNDS" ]; do
+		for v in $(rotate $r plain cg); do
+			case $v in plain) p=$pa s=$sa ;; cg) p=$pc s=$sc ;; esac
+			c0=$(cut -d' ' -f1 /proc/"$s"/schedstat 2>/dev/null || echo 0)
+			client c5cg $v "$BB/bcli" cc 127.0.0.1 "$p" "$CC_N"
+			c1=$(cut -d' ' -f1 /proc/"$s"/schedstat 2>/dev/null || echo 0)
+			rec "c5cg.cpu.$v" "$(awk -v a="$c0" -v b="$c1" -v n="$CC_N" 'BEGIN { printf("%.3f", (b - a) / n / 1000) }')"
+			eval "rate_$v=\$(kv \"\$line\" rate)"
+		done
+		# shellcheck disable=SC2154
+		rec c5cg.rate_ratio.cg "$(awk -v a="$rate_plain" -v b="$rate_cg" 'BEGIN { printf("%.4f", (a > 0) ? b / a : 0) }')"
+		r=$((r + 1))
+	done
+	stop "$sa" "$wc_"
+else
+	note "case 5: cgroup mode skipped: $CG_SKIP"
+fi
+
 # Syscalls per accepted connection: strace -c -f over a server that exits after N accepts,
 # for two N; the difference divided by the extra accepts leaves out start-up, listen() and
 # the first connection (the one-time inheritance check).
@@ -627,6 +667,15 @@ cat >>"$OUT/rows" <<EOF
 5 overhead, NODELAY+BACKLOG|server RSS, listening, 0 connections (KiB)|c5.rss0|plain|st|n
 5 overhead, NODELAY+BACKLOG|server RSS at $HOLD_N connections (KiB)|c5.rss|plain|st|n
 EOF
+if [ -z "$CG_SKIP" ]; then
+	cat >>"$OUT/rows" <<EOF
+5 overhead, cgroup mode (--cgroup --nodelay)|accept+close loop (conn/s; ratio: median of per-round ratios)|c5cg.rate|plain|cg|n|c5cg.rate_ratio
+5 overhead, cgroup mode (--cgroup --nodelay)|server CPU per accept+close (us, schedstat)|c5cg.cpu|plain|cg|f
+5 overhead, cgroup mode (--cgroup --nodelay)|the generated sock_ops program (instructions)|c5cg.insns|plain|cg|n
+EOF
+else
+	echo "5 overhead, cgroup mode (--cgroup --nodelay)|skipped: $(echo "$CG_SKIP" | tr '|' '/')|none|plain|cg|n" >>"$OUT/rows"
+fi
 # Median of the rounds for each key; a row's key may be a sum of keys ("a+b").
 awk -F'|' '
 	function median(key,    n, i, j, t, a) {

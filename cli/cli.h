@@ -199,8 +199,22 @@ struct route_result {
 int route_lookup(const char *addr, struct route_result *out);
 
 /* Everything check reports. */
+struct rec;
+/* cgmode.c: whether the cgroup mode can run here */
+struct cgmode {
+	int usable;
+	char mount[1024];   /* "" none */
+	int privileged;     /* 1, 0, -1 unknown */
+	int loads;          /* 1, 0, -1 not tried (no cgroup v2) */
+	char why[320], fix[200];
+};
+void cgmode_read(const char *path, struct cgmode *m);
+void cgmode_json(struct rec *doc, const struct cgmode *m);
+void cgmode_text(const struct cgmode *m);
+
 struct report {
 	const struct host *h;
+	const struct cgmode *cg;
 	const struct verdict *v;
 	int n, not_full;
 	const struct memory *m;

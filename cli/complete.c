@@ -22,7 +22,7 @@ static const struct sub {
 	                                      "--peer PREFIX",
 	                                      "--print-library", "--help",
 	                                      "--version", NULL}},
-	{"check", 1, check_takes, (const char *const[]){"--json", "--strict", "--route ADDR", "--help", NULL}},
+	{"check", 1, check_takes, (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup-path PATH", "--help", NULL}},
 	{"attach", 1, attach_takes,
 	 (const char *const[]){"--json", "--connections", "--follow", "--cgroup", "--cgroup-root",
 	                       "--peer PREFIX", "--help", NULL}},

@@ -132,6 +132,11 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CHK_EFFECTIVE_NAME, "effective_name", REC_STR, "check: the name in force on a probe socket") \
 	X(CHK_MEASURED, "measured", REC_BOOL, "check: effective was read back from a probe socket")  \
 	X(CHK_DOUBLED, "kernel_reports_double", REC_BOOL, "check: the kernel reports twice the request") \
+	X(CHK_CGROUP_MODE, "cgroup_mode", REC_OBJ, "check: whether this host can run the cgroup mode (socktune --cgroup, attach --cgroup)") \
+	X(CHK_USABLE, "usable", REC_BOOL, "check: the cgroup mode can run here (cgroup v2, the privilege, the kernel loads a sock_ops program)") \
+	X(CHK_CGROUP2_MOUNT, "cgroup2_mount", REC_STR, "check: where cgroup v2 is mounted (--cgroup-path: that directory, when it is one); null: none") \
+	X(CHK_PRIVILEGED, "privileged", REC_BOOL, "check: CAP_BPF and CAP_NET_ADMIN, or CAP_SYS_ADMIN, are held") \
+	X(CHK_SOCKOPS_LOADS, "sockops_loads", REC_BOOL, "check: the kernel loaded a two-instruction SOCK_OPS program (closed at once, attached nowhere)") \
 	X(CHK_REASON, "reason", REC_STR, "why: the value takes effect, or not, in full (check); a refusal, a skip (the log)")       \
 	X(CHK_MEMORY, "memory", REC_OBJ, "check: what a full set of connections may hold")           \
 	X(CHK_RCV_PER_CONN, "rcvbuf_per_connection_bytes", REC_INT, "check: receive buffer per connection") \
@@ -161,10 +166,11 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(WARNINGS, "warnings", REC_ARR, "attach: what was not done in full, one object each")    \
 	X(KIND, "kind", REC_STR, "what a warning or finding is (a stable word)")                  \
 	/* ---- the cgroup mode (socktune --cgroup) ---- */                                     \
-	X(CGROUP, "cgroup", REC_STR, "--cgroup: the program's cgroup directory; attach --cgroup, detach: the one the target's listeners were made in") \
-	X(PROG_ID, "prog_id", REC_INT, "--cgroup: the kernel's id of the sock_ops program")        \
-	X(INSNS, "insns", REC_INT, "--cgroup: the sock_ops program's instruction count")           \
+	X(CGROUP, "cgroup", REC_STR, "--cgroup: the program's cgroup directory; attach --cgroup, detach: the one the target's listeners were made in; doctor: the one the listener's process is in") \
+	X(PROG_ID, "prog_id", REC_INT, "--cgroup, doctor: the kernel's id of a sock_ops program")        \
+	X(INSNS, "insns", REC_INT, "--cgroup, doctor: the sock_ops program's instruction count (doctor: as the kernel holds it, after the verifier)")           \
 	X(CONN, "conn", REC_STR, "--cgroup: the probe connection's end read: accepted, outgoing")  \
+	X(NOT_READABLE, "not_readable", REC_STR, "--cgroup: options the program sets that no socket shows (--initrwnd, --syn-rto): set, not read back, not claimed in force") \
 	X(CGROUPS, "cgroups", REC_ARR, "attach --cgroup, detach: each cgroup acted on (or target refused), one object each") \
 	X(TARGET, "target", REC_STR, "attach --cgroup, detach: the target as given (PID or :PORT)") \
 	X(CGROUP_ID, "cgroup_id", REC_INT, "attach --cgroup, detach: the cgroup's id (its directory's inode; ss -e's cgroup)") \
@@ -174,6 +180,11 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(KEPT, "connections_kept", REC_INT, "attach --cgroup: connections open on the listeners now, which keep their values") \
 	X(DETACHED, "detached", REC_INT, "detach: programs of ours detached from the cgroup") \
 	/* ---- doctor ---- */                                                                  \
+	X(SOCKOPS_CGROUPS, "sockops_cgroups", REC_ARR, "doctor: the cgroup v2 of each listener's process (/proc/PID/cgroup) and the sock_ops programs attached to it, one object each") \
+	X(PROGRAMS, "programs", REC_ARR, "doctor: the sock_ops programs attached to that cgroup (BPF_PROG_QUERY), one object each") \
+	X(PROG_NAME, "prog_name", REC_STR, "doctor: a sock_ops program's name (socktune's own: socktune)") \
+	X(PROG_OURS, "socktune_prog", REC_BOOL, "doctor: the program is socktune's (by its name): its policy is shown") \
+	X(POLICY, "policy", REC_OBJ, "doctor: what a socktune program sets, read off the instructions the kernel holds (the option keys; its --ports/--peer scope not shown); null: not readable, error says why") \
 	X(WINDOW_S, "window_s", REC_NUM, "doctor: the window watched, in seconds")                \
 	X(SAMPLING, "sampling", REC_OBJ, "doctor: what the sampling cost")                         \
 	X(LISTENER_SAMPLES, "listener_samples", REC_INT, "doctor: listener samples taken")         \

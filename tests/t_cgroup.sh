@@ -311,6 +311,14 @@ check cgroup_only_initcwnd.check "status $rc (want 2): $(cat "$TMP/chk.err")" "$
 rc=$?
 check cgroup_only_synrto.attach "status $rc (want 2): $(cat "$TMP/att.err")" "$rc" = 2 -a -n "$(grep -F -- '--cgroup' "$TMP/att.err")"
 
+# --initrwnd and --syn-rto: no socket shows them after the handshake, so the read-back line
+# names them not_readable and claims no effective value; --initcwnd next to them still read
+"$CLI" --cgroup --initrwnd 20 --syn-rto 2s --initcwnd 40 -- true 2>"$TMP/unread.err"
+rc=$?
+check cgroup_initrwnd_synrto_not_readable "status $rc: $(head -c 400 "$TMP/unread.err")" "$rc" = 0 -a \
+	-n "$(grep 'level=info event=cgroup .*not_readable=initrwnd,syn-rto .*initcwnd=40' "$TMP/unread.err")" -a \
+	-z "$(grep -E 'initrwnd=|syn_rto_us.effective=' "$TMP/unread.err")"
+
 # the mode's lines are the library's format, every key in the one table (t_log_schema's check)
 if grep -qs 'event=cgroup' "$TMP"/*.err; then
 	"$CLI" --schema >"$TMP/schema"

@@ -82,8 +82,8 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 		return usage_error(msg, "--cgroup: only for running a program (socktune --cgroup "
 		                   "[OPTIONS] -- PROGRAM) or a running server's cgroup (socktune attach "
 		                   "--cgroup PID|:PORT)");
-	if (c->cgroup_path && !c->cgroup)
-		return usage_error(msg, "--cgroup-path: only with --cgroup");
+	if (c->cgroup_path && !c->cgroup && !c->check)
+		return usage_error(msg, "--cgroup-path: only with --cgroup (and socktune check)");
 	if (c->cgroup_path && c->attach)
 		return usage_error(msg, "--cgroup-path: not with attach --cgroup (the cgroup is the "
 		                   "one the target's listeners were made in)");

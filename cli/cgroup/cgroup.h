@@ -2,8 +2,9 @@
  * libbpf, no clang, no object file), loaded with bpf(2) and attached to a cgroup of the
  * program's own, so that the kernel tunes each of its connections from the first one.
  *   bpf.c       the program made from the policy (its scope too), loaded, the verifier's log
- *   bpfcall.c   the other bpf(2) calls: attach, detach, query
- *   cgroup.c    the cgroup v2 mount, the wrapper's own cgroup, the child made, entered, removed
+ *   (cli/host/bpfcall.c: the other bpf(2) calls: attach, detach, query; cli/host/cgv2.c:
+ *   the cgroup v2 mount, a process's cgroup)
+ *   cgroup.c    the wrapper's own cgroup, the child made, entered, removed
  *   cgargs.c    which options the mode sets, and the refusal of those it cannot (both ways)
  *   readback.c  a probe connection made inside the cgroup: what the kernel applied
  *   run.c       socktune --cgroup [OPTIONS] -- PROGRAM
@@ -16,10 +17,10 @@
 
 #include "socktune.h"
 #include "cli.h"
+#include "bpfhost.h"
 
 /* ---- bpf.c ---- */
 
-#define CG_PROG_NAME "socktune" /* how ours is told apart from another party's */
 #define CG_MAX_INSNS 1024
 
 /* The program for policy p (client: outgoing connections too; hz: the kernel's, for the
@@ -31,32 +32,10 @@ int cg_prog_build(const struct st_policy *p, int client, long long hz,
  * or -1 with err (the verifier's last words quoted, or what the kernel refused and why). */
 int cg_prog_load(const struct st_policy *p, int client, long long hz,
                  const struct cli_peer *peers, int npeers, int *count, char *err, size_t n);
-/* Attach prog_fd to the cgroup directory cgroup_fd with a BPF link (BPF_CGROUP_SOCK_OPS): it
- * is detached when the link's descriptor is closed, by the wrapper or by its death, and it
- * runs beside other programs there (a link is always BPF_F_ALLOW_MULTI).  The link, or -1. */
-int cg_link_create(int prog_fd, int cgroup_fd, char *err, size_t n);
-/* Attach prog_fd to cgroup_fd with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (socktune attach
- * --cgroup): it stays after socktune exits, until detached, and runs beside other programs
- * attached with the same flag.  0, or -1 with err. */
-int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n);
-/* Detach program id from cgroup_fd (BPF_PROG_DETACH of a descriptor got by its id): 0, or -1
- * with errno. */
-int cg_prog_detach(unsigned id, int cgroup_fd);
-/* The sock_ops programs attached to cgroup_fd itself: ids into ids[max]; the count, or -1. */
-int cg_query(int cgroup_fd, unsigned *ids, int max);
-/* The name of program id ("" when it is gone): 0, or -1 with errno. */
-int cg_prog_name(unsigned id, char *name, size_t n);
-/* The id of the program prog_fd, or 0. */
-unsigned cg_prog_id(int prog_fd);
-
 /* ---- cgroup.c ---- */
 
-/* The mount point of cgroup v2 from /proc/self/mountinfo: 0, or -1 with err. */
-int cg_v2_mount(char *out, size_t n, char *err, size_t en);
-/* The wrapper's own v2 cgroup, as a directory: mount + the 0:: line of /proc/self/cgroup. */
+/* The wrapper's own v2 cgroup, as a directory (cg_pid_dir for itself). */
 int cg_own_dir(char *out, size_t n, char *err, size_t en);
-/* Whether path is a directory of a cgroup v2 hierarchy. */
-int cg_is_v2(const char *path);
 /* Make the cgroup dir (*made: 1 when it was made here, 0 when it was there already):
  * 0, or -1 with err (the cause and the remedy). */
 int cg_make(const char *dir, int *made, char *err, size_t n);

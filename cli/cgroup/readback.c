@@ -146,7 +146,7 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 {
 	struct rec *r = rec_new();
 	int clamped = 0, refused = 0;
-	char fix[320] = "", why[400] = "", fixes[MAX_FIXES][96];
+	char fix[320] = "", why[400] = "", fixes[MAX_FIXES][96], unread[64] = "";
 	if (!r)
 		return 0;
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
@@ -170,6 +170,13 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 			rec_int(g, K_WANT, want);
 		if (got == UNREAD) {
 			rec_null(g ? g : r, g ? K_EFFECTIVE : k);
+			/* The initial receive window and the SYN RTO are answers to the kernel's
+			 * questions at the handshake: no getsockopt or tcp_info field holds them
+			 * afterwards (the window is the smaller of this and the buffer's; a SYN's
+			 * timer shows only when a SYN is lost), so they are named as not read. */
+			if (!st_is_sockopt(i) && i != ST_V_INITCWND && i != ST_V_CWND_CLAMP)
+				snprintf(unread + strlen(unread), sizeof unread - strlen(unread), "%s%s",
+				         unread[0] ? "," : "", st_vars[i].option);
 			continue;
 		}
 		if (g)
@@ -216,6 +223,8 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 		rec_int(head, K_PROG_ID, prog_id);
 		rec_int(head, K_INSNS, insns);
 		rec_str(head, K_CONN, outgoing ? "outgoing" : "accepted");
+		if (unread[0])
+			rec_str(head, K_NOT_READABLE, unread);
 		fputs("socktune ", stderr);
 		rec_write_logfmt(stderr, head);
 		fputc(' ', stderr);

@@ -356,7 +356,9 @@ int check_main(const struct cli *c, const struct st_policy *p)
 		not_full += !V_IN_FULL(v[i].status);
 	for (int i = 0; i < c->nroutes && i < CLI_MAX_ROUTES; i++)
 		route_lookup(c->route[i], &routes[i]);
-	struct report r = {.h = &h, .v = v, .n = n, .not_full = not_full, .m = &m,
+	struct cgmode cg;
+	cgmode_read(c->cgroup_path, &cg);
+	struct report r = {.h = &h, .cg = &cg, .v = v, .n = n, .not_full = not_full, .m = &m,
 	                   .routes = routes, .nroutes = c->nroutes};
 	if (c->json)
 		report_json(&r);
@@ -390,6 +392,8 @@ void check_help(FILE *f)
 	         "%d) and whether it has quickack 1, with the ip route change that adds it",
 	         CLI_MAX_ROUTES);
 	help_entry(f, "--route ADDR", route, NULL);
+	help_entry(f, "--cgroup-path PATH", "whether the cgroup mode can use that directory "
+	           "(default: the cgroup v2 mount)", NULL);
 	help_entry(f, "--help, --version", "", NULL);
 	fprintf(f, "\n"
 	           "Exit status: 0; 1 with --strict when a value does not take effect in full, or\n"

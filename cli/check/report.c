@@ -205,6 +205,7 @@ void report_json(const struct report *rp)
 	rec_known(mem, K_CHK_TCP_MEM_PAGES, m->tcp_mem_pages);
 	rec_known(mem, K_CHK_TCP_MEM_BYTES, m->tcp_mem_pages < 0 ? -1 : m->tcp_mem_pages * m->page);
 	json_routes(doc, rp->routes, rp->nroutes);
+	cgmode_json(doc, rp->cg);
 	rec_int(doc, K_CHK_CONFIGURED, rp->n);
 	rec_int(doc, K_CHK_NOT_IN_FULL, rp->not_full);
 	rec_write_json(stdout, doc);
@@ -351,6 +352,7 @@ void report_text(const struct report *rp)
 		text_memory(m);
 	if (rp->nroutes)
 		text_routes(rp->routes, rp->nroutes);
+	cgmode_text(rp->cg);
 	printf("\n");
 	if (n == 0)
 		printf("result: nothing configured\n");

@@ -42,6 +42,10 @@ enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
 int doctor_main(struct doctor *d);
 void doctor_help(FILE *f);
 
+/* ---- doctor_cg.c: the sock_ops programs on the listeners' processes' cgroups ---- */
+void doc_cgroups_rec(struct rec *root, const struct doctor *d);
+void doc_cgroups_text(FILE *f, const struct doctor *d);
+
 /* ---- doctor_out.c ---- */
 void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_findings *fs);
 void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_findings *fs);

@@ -174,6 +174,7 @@ void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_finding
 		if (l->nodelay < -1)
 			fprintf(f, "    (nodelay: %s)\n", CLEAN(l->nodelay_why));
 	}
+	doc_cgroups_text(f, d);
 	size_t idx[TEXT_WORST], n = doctor_worst(d, -1, idx, TEXT_WORST);
 	fprintf(f, "\nconnections: %zu seen", d->nc);
 	if (d->conns_dropped)
@@ -374,6 +375,7 @@ static void report_rec(struct rec *root, const struct doctor *d, const struct do
 	struct rec *ls = rec_arr(root, K_LISTENERS);
 	for (int k = 0; k < d->nl; k++)
 		listener_rec(rec_obj(ls, 0), d, &d->l[k]);
+	doc_cgroups_rec(root, d);
 	size_t idx[JSON_WORST], n = doctor_worst(d, -1, idx, JSON_WORST);
 	struct rec *cs = rec_obj(root, K_CONNECTIONS);
 	rec_int(cs, K_CONN_COUNT, (long long)d->nc);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "socktune_host.h"
+#include "socktune_opts.h"
 #include "cli.h"
 #include "window.h"
 #include "findings.h"
@@ -200,11 +201,68 @@ void doc_fix_next_start(struct doc_finding *f, const struct doctor *d, int l, co
 		doc_note(f, "next start: it runs as uid %ld: start it as that user", s->uid);
 }
 
+/* Whether the cgroup mode's program sets every option of flags ("--nodelay", "--sndbuf 4M"):
+ * the option table's sockops column (the backlog, quick-ack: no). */
+static int cgroup_sets(const char *flags)
+{
+	char w[64];
+	int any = 0;
+	for (const char *p = flags; *p;) {
+		size_t n = strcspn(p, " ");
+		if (n > 2 && p[0] == '-' && p[1] == '-' && n < sizeof w) {
+			memcpy(w, p + 2, n - 2);
+			w[n - 2] = '\0';
+			int found = 0;
+			for (int i = 0; i < ST_V_COUNT && !found; i++)
+				if (st_vars[i].option && strcmp(st_vars[i].option, w) == 0) {
+					if (st_sockopts[i].sockops == ST_SOCKOPS_NONE)
+						return 0;
+					found = any = 1;
+				}
+			if (!found)
+				return 0;
+		}
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	return any;
+}
+
+/* A program LD_PRELOAD cannot reach (Go, static, setuid): the kernel can tune its
+ * connections from a cgroup sock_ops program, with no polling and no ptrace: attach --cgroup
+ * now (its next connections), socktune --cgroup at the next start (from the first one). */
+static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+{
+	const struct doc_listener *L = &d->l[l];
+	const struct doc_start *s = &L->start;
+	if (L->service < 0 || !s->known || !s->reach || !cgroup_sets(flags))
+		return;
+	if (L->seen_last)
+		doc_fix(f, "socktune attach --cgroup %s %d", flags, L->owners[L->service].pid);
+	const struct doc_ns *ns = &d->ns[L->ns];
+	if (ns->ours || ns->name[0]) {
+		char in[300] = "", ports[24] = "";
+		if (!ns->ours)
+			snprintf(in, sizeof in, "ip netns exec %s ", ns->name);
+		if (!st_port_ephemeral(L->port))
+			snprintf(ports, sizeof ports, " --ports %u", L->port);
+		doc_fix(f, "cd %s && %s%ssocktune --cgroup %s%s -- %s", s->dir, s->env, in, flags,
+		        ports, s->argv);
+	}
+	doc_note(f, "the cgroup mode (socktune check says whether this host has it): the kernel "
+	         "tunes each connection of the cgroup, nothing per connection in user space; attach "
+	         "--cgroup reaches the connections made from now on (a process in the root cgroup, "
+	         "the whole host, only with --cgroup-root), socktune --cgroup every one from the "
+	         "first");
+}
+
 void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
                    int connections)
 {
 	doc_fix_live(f, d, l, flags, connections);
 	doc_fix_next_start(f, d, l, flags);
+	fix_cgroup(f, d, l, flags);
 }
 
 void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l)

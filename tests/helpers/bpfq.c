@@ -8,7 +8,7 @@
  *                           BPF_F_ALLOW_MULTI: it stays after bpfq exits; prints its id
  *   bpfq detach CGDIR ID    detach program ID from CGDIR
  * Exit status 0, or 1 with the reason on stderr.
- * The bpf(2) ABI is the command's written-out one (cli/cgroup/bpf_abi.h, checked against
+ * The bpf(2) ABI is the command's written-out one (cli/host/bpf_abi.h, checked against
  * linux/bpf.h where it is there), so that this builds with musl too. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../cli/cgroup/bpf_abi.h"
+#include "../../cli/host/bpf_abi.h"
 
 enum { BPF_PROG_GET_NEXT_ID_ = 11 }; /* (the one command the socktune command does not use) */
 

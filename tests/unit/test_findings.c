@@ -484,6 +484,19 @@ static void service_cases(void)
 	if (!fixed_by("nagle-delayed-ack", "cd /srv && socktune --attach --nodelay --ports 8000 -- "
 	              "./srv -p 8000"))
 		CASE_FAIL("a Go program: --attach at the next start (%s)", fixes_of("nagle-delayed-ack"));
+	if (!fixed_by("nagle-delayed-ack", "socktune attach --cgroup --nodelay 4242") ||
+	    !fixed_by("nagle-delayed-ack", "cd /srv && socktune --cgroup --nodelay --ports 8000 -- "
+	              "./srv -p 8000"))
+		CASE_FAIL("a Go program: the cgroup mode, now and at the next start (%s)",
+		          fixes_of("nagle-delayed-ack"));
+	d.l[0].start.reach = 0;
+	if (strstr(fixes_of("nagle-delayed-ack"), "--cgroup"))
+		CASE_FAIL("a program the preload reaches: no cgroup mode offered (%s)",
+		          fixes_of("nagle-delayed-ack"));
+	d.l[0].start.reach = P_STATIC;
+	if (strstr(fixes_of("accept-queue-overflow"), "--cgroup"))
+		CASE_FAIL("--backlog, which no sock_ops program sets: no cgroup mode (%s)",
+		          fixes_of("accept-queue-overflow"));
 	/* no process visible: no pid in any fix, the note says why */
 	d.l[0].nowners = 0, d.l[0].service = -1;
 	f = find("nagle-delayed-ack");

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "bpf_abi.h"
-#include "cgroup.h"
+#include "bpfhost.h"
 
-static long sys_bpf(int cmd, void *attr, size_t size)
+long cg_bpf(int cmd, void *attr, size_t size)
 {
 	return syscall(__NR_bpf, cmd, attr, size);
 }
@@ -20,7 +20,7 @@ int cg_link_create(int prog_fd, int cgroup_fd, char *err, size_t n)
 {
 	struct st_bpf_link_create a = {.prog_fd = (uint32_t)prog_fd, .target_fd = (uint32_t)cgroup_fd,
 	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS};
-	int fd = (int)sys_bpf(ST_BPF_LINK_CREATE, &a, sizeof a);
+	int fd = (int)cg_bpf(ST_BPF_LINK_CREATE, &a, sizeof a);
 	if (fd >= 0)
 		return fd;
 	int e = errno;
@@ -42,7 +42,7 @@ int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n)
 	                               .attach_bpf_fd = (uint32_t)prog_fd,
 	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS,
 	                               .attach_flags = ST_BPF_F_ALLOW_MULTI};
-	if (sys_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a) == 0)
+	if (cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a) == 0)
 		return 0;
 	int e = errno;
 	if (e == EPERM)
@@ -57,12 +57,12 @@ int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n)
 int cg_prog_detach(unsigned id, int cgroup_fd)
 {
 	struct st_bpf_get_id g = {.id = id};
-	int fd = (int)sys_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g);
+	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g);
 	if (fd < 0)
 		return -1;
 	struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cgroup_fd, .attach_bpf_fd = (uint32_t)fd,
 	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS};
-	int r = (int)sys_bpf(ST_BPF_PROG_DETACH, &a, sizeof a);
+	int r = (int)cg_bpf(ST_BPF_PROG_DETACH, &a, sizeof a);
 	int e = errno;
 	close(fd);
 	errno = e;
@@ -74,7 +74,7 @@ int cg_query(int cgroup_fd, unsigned *ids, int max)
 	struct st_bpf_query a = {.target_fd = (uint32_t)cgroup_fd,
 	                         .attach_type = ST_BPF_CGROUP_SOCK_OPS,
 	                         .prog_ids = (uintptr_t)ids, .prog_cnt = (uint32_t)max};
-	if (sys_bpf(ST_BPF_PROG_QUERY, &a, sizeof a) != 0)
+	if (cg_bpf(ST_BPF_PROG_QUERY, &a, sizeof a) != 0)
 		return -1;
 	return (int)a.prog_cnt;
 }
@@ -84,7 +84,7 @@ static int prog_info(int fd, struct st_bpf_prog_info *info)
 	memset(info, 0, sizeof *info);
 	struct st_bpf_info_by_fd a = {.bpf_fd = (uint32_t)fd, .info_len = sizeof *info,
 	                              .info = (uintptr_t)info};
-	return (int)sys_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a);
+	return (int)cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a);
 }
 
 unsigned cg_prog_id(int prog_fd)
@@ -96,7 +96,7 @@ unsigned cg_prog_id(int prog_fd)
 int cg_prog_name(unsigned id, char *name, size_t n)
 {
 	struct st_bpf_get_id a = {.id = id};
-	int fd = (int)sys_bpf(ST_BPF_PROG_GET_FD_BY_ID, &a, sizeof a);
+	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &a, sizeof a);
 	if (fd < 0)
 		return -1;
 	struct st_bpf_prog_info info;
