@@ -432,3 +432,19 @@ void rec_print_schema(FILE *f)
 			        t == REC_GROUP ? " (members .want, .effective; .now in a dry run)" : "");
 	}
 }
+
+void rec_say(FILE *f, const char *prefix, const struct rec *r)
+{
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (!m)
+		return;
+	fputs(prefix, m);
+	rec_write_logfmt(m, r);
+	fputc('\n', m);
+	if (fclose(m) == 0)
+		fwrite(line, 1, len, f);
+	fflush(f);
+	free(line);
+}

@@ -407,6 +407,10 @@ void rec_write_json(FILE *f, const struct rec *r);
 void rec_write_logfmt(FILE *f, const struct rec *r);
 /* The same JSON on one line (a stream of documents: stats --json --watch, one a round). */
 void rec_write_json_line(FILE *f, const struct rec *r);
+/* One text line on f: prefix, the record in logfmt and a newline, put together first and
+ * written at once (lines of a process that writes several do not interleave), then flushed.
+ * Nothing when memory runs out. */
+void rec_say(FILE *f, const char *prefix, const struct rec *r);
 
 /* A failure under --json: {"schema": 1, "command": CMD, "error": MSG, "status": STATUS}, one
  * line on f. */

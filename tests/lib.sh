@@ -354,3 +354,28 @@ s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); time.s
 	$_hw "$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$_hport" >"$TMP/$_hn.client" 2>&1
 	wait "$_hd"
 }
+
+# cg_test_dir NAME: skips NAME (and exits) unless this machine can run socktune --cgroup and
+# a cgroup of the test's own can be made; then $CG is that cgroup (under the v2 mount, named
+# for NAME and this shell's pid), and cg_cleanup, for the test's EXIT trap, ends its
+# processes, detaches every program from it (ours and the test's own) and removes it.
+cg_test_dir() {
+	"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
+	_rc=$?
+	if [ $_rc -ne 0 ]; then
+		skip "$1" "this machine cannot run the cgroup mode (status $_rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
+		exit 0
+	fi
+	MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
+	CG=$MNT/socktune-$1-test-$$
+	if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
+		skip "$1" "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err")"
+		exit 0
+	fi
+}
+cg_cleanup() {
+	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
+	for id in $("$BIN/bpfq" attached "$CG" 2>/dev/null | cut -d' ' -f1); do "$BIN/bpfq" detach "$CG" "$id"; done
+	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
+}

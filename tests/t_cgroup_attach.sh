@@ -15,25 +15,7 @@
 
 BPFQ=$BIN/bpfq
 
-"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
-rc=$?
-if [ $rc -ne 0 ]; then
-	skip cgroup_attach "this machine cannot run the cgroup mode (status $rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
-	exit 0
-fi
-MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-CG=$MNT/socktune-attach-test-$$
-if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
-	skip cgroup_attach "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err")"
-	exit 0
-fi
-# everything of ours and the test's own program gone, the processes first
-cg_cleanup() {
-	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	for id in $("$BPFQ" attached "$CG" 2>/dev/null | cut -d' ' -f1); do "$BPFQ" detach "$CG" "$id"; done
-	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
-}
+cg_test_dir cgroup_attach
 trap 'cg_cleanup; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 
 # hold NAME PORT HOST [SRC]: a connection from SRC (bound before connect) held open; its

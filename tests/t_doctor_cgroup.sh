@@ -6,24 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 BPFQ=$BIN/bpfq
-"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
-rc=$?
-if [ $rc -ne 0 ]; then
-	skip doctor_cgroup "this machine cannot run the cgroup mode (status $rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
-	exit 0
-fi
-MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-CG=$MNT/socktune-doctor-test-$$
-if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
-	skip doctor_cgroup "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err")"
-	exit 0
-fi
-cg_cleanup() {
-	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	for id in $("$BPFQ" attached "$CG" 2>/dev/null | cut -d' ' -f1); do "$BPFQ" detach "$CG" "$id"; done
-	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
-}
+cg_test_dir doctor_cgroup
 trap 'cg_cleanup; rm -rf "$TMP"' EXIT
 
 other=$("$BPFQ" attach "$CG" 2>"$TMP/other.err")

@@ -72,10 +72,7 @@ static void out_line_end(struct out *o, struct rec *r)
 {
 	if (o->json)
 		return;
-	fputs("socktune ", stdout);
-	rec_write_logfmt(stdout, r);
-	fputc('\n', stdout);
-	fflush(stdout);
+	rec_say(stdout, "socktune ", r);
 	rec_free(r);
 }
 

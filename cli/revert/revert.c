@@ -90,10 +90,7 @@ static int undo(int jfd, const char *path, const struct journal_change *c)
 	rec_known(r, K_JRN_AFTER, after);
 	if (rc != 0)
 		rec_str(r, K_ERROR, gone ? "the socket is gone: nothing to undo" : strerror(err));
-	fputs("socktune ", stdout);
-	rec_write_logfmt(stdout, r);
-	fputc('\n', stdout);
-	fflush(stdout);
+	rec_say(stdout, "socktune ", r);
 	int ok = rc == 0 && after == c->before;
 	if (rc == 0 && !ok)
 		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,

@@ -32,18 +32,7 @@ static const char *option_of(int what)
  * holds the socket, as attach's lines have it) */
 static void say(const struct rec *r)
 {
-	char *line = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&line, &len);
-	if (!m)
-		return;
-	fputs("socktune level=warn ", m);
-	rec_write_logfmt(m, r);
-	fputc('\n', m);
-	if (fclose(m) == 0)
-		fwrite(line, 1, len, stderr);
-	fflush(stderr);
-	free(line);
+	rec_say(stderr, "socktune level=warn ", r);
 }
 
 int watch_apply_open(struct watch *w)

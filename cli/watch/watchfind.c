@@ -93,18 +93,9 @@ static void say(const struct watch_finding *f, const struct watch_listener *l,
 		if (df->note[0])
 			rec_str(r, K_NOTE, df->note);
 	}
-	char *line = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&line, &len);
-	if (m) {
-		fprintf(m, "socktune pid=%d ", (int)getpid());
-		rec_write_logfmt(m, r);
-		fputc('\n', m);
-		if (fclose(m) == 0)
-			fwrite(line, 1, len, stderr);
-		fflush(stderr);
-		free(line);
-	}
+	char prefix[40];
+	snprintf(prefix, sizeof prefix, "socktune pid=%d ", (int)getpid());
+	rec_say(stderr, prefix, r);
 	rec_free(r);
 }
 
