@@ -2,6 +2,7 @@
  * check.c; attach: attach.c (--cgroup: cgroup/cgattach.c); detach: cgroup/cgattach.c;
  * stats: stats.c; doctor: doctor.c; watch: watch.c; --list-options, for the
  * shell's completion: complete.c), and the exit status, which main alone decides. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,6 +110,17 @@ static int json_refused(FILE *msg, int status)
 	return status;
 }
 
+/* With 0-2 closed, the first socket made takes one, and what is said on stderr goes into it
+ * (watch's lines into a sock_diag socket: a message to the kernel).  /dev/null in their place,
+ * close-on-exec: a wrapped program still finds them closed, as it was given them. */
+static void stdio_fill(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 &&
+		    open("/dev/null", (fd ? O_WRONLY : O_RDONLY) | O_CLOEXEC) != fd)
+			return;
+}
+
 int main(int argc, char **argv)
 {
 	enum cli_status r;
@@ -141,6 +153,7 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, watch_help));
 		json_refused(msg, 0);
+		stdio_fill();
 		return stop_end(watch_main(&a));
 	}
 	if (argc > 1 && strcmp(argv[1], "detach") == 0) {
@@ -149,6 +162,7 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, detach_help));
 		json_refused(msg, 0);
+		stdio_fill();
 		return cg_detach_main(&d);
 	}
 	struct cli c;
@@ -174,6 +188,8 @@ int main(int argc, char **argv)
 		return exit_status(flag_word_error(&c, stderr), help); /* --nodelay 1: no program "1" */
 	if (!c.check && !c.attach && congestion_missing(&c, &p))
 		return EXIT_USAGE;
+	if (c.cgroup)
+		stdio_fill();
 	if (c.attach && c.cgroup)
 		return cg_attach_main(&c, &p);
 	if (c.attach) {

@@ -245,6 +245,22 @@ check watch.listen_default_loopback "$(ss -Hltn "sport = :$M2")" \
 kill "$W2" 2>/dev/null
 wait "$W2" 2>/dev/null
 
+# ---- stdout and stderr closed: no socket takes their numbers (its lines went into a
+# sock_diag socket at 2, a message to the kernel), and it still serves ----
+M3=$(free_port)
+"$CLI" watch --listen "$M3" --seconds 4 ":$P" >&- 2>&- &
+W3=$!
+wait_listen "$M3" 3
+std_socks=""
+for fd in 0 1 2; do
+	case "$(readlink "/proc/$W3/fd/$fd" 2>/dev/null)" in socket:*) std_socks="$std_socks $fd" ;; esac
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$M3/metrics")
+check watch.stdio_closed "sockets at descriptors:${std_socks:- none}; /metrics answered $code" \
+	-z "$std_socks" -a "$code" = 200
+kill "$W3" 2>/dev/null
+wait "$W3" 2>/dev/null
+
 # ---- SIGTERM ends it, by that signal ----
 kill -TERM "$WPID"
 wait_gone "$WPID" 3
