@@ -178,6 +178,18 @@ check watch.textfile_parses "$(cat "$TMP/textfile.parse") $(cat "$TMP/watch.err"
 busywait 2000 sh -c "! ls -a '$TMP' | grep -q 'w.prom.tmp'"
 check watch.textfile_no_temporary "$(ls -a "$TMP" | grep 'w.prom.')" $? = 0
 
+# another user's file at the path (a shared, sticky directory) is never replaced: status 1,
+# its bytes as they were, no temporary left (root's rename took it over)
+if [ "$(id -u)" = 0 ]; then
+	mkdir "$TMP/shared" && chmod 1777 "$TMP/shared"
+	echo "theirs" >"$TMP/shared/o.prom" && chown 65534 "$TMP/shared/o.prom"
+	"$CLI" watch --textfile "$TMP/shared/o.prom" --every 0.2 --seconds 1 ":$P" >/dev/null 2>"$TMP/owner.err"
+	rc=$?
+	check watch.textfile_other_owner "status $rc (want 1), file: $(head -c 60 "$TMP/shared/o.prom"), uid $(stat -c %u "$TMP/shared/o.prom"), left: $(ls -a "$TMP/shared" | tr '\n' ' ') $(cat "$TMP/owner.err")" \
+		"$rc" = 1 -a "$(cat "$TMP/shared/o.prom")" = theirs -a "$(stat -c %u "$TMP/shared/o.prom")" = 65534 \
+		-a "$(ls -A "$TMP/shared" | wc -l)" = 1
+fi
+
 # ---- a restart on the same port: up 0 once, then the same series again ----
 kill "$SRV"
 wait_gone "$SRV" 3
