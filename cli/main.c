@@ -137,6 +137,12 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, stats_help));
 		json_refused(msg, 0);
+		int no_stdout = fcntl(1, F_GETFD) < 0;
+		stdio_fill();
+		if (no_stdout && !s.output) {
+			fprintf(stderr, "socktune: stats: stdout is closed: nowhere to print\n");
+			return 1;
+		}
 		return stop_end(stats_main(&s));
 	}
 	if (argc > 1 && strcmp(argv[1], "doctor") == 0) {
