@@ -259,7 +259,8 @@ void report_text(const struct report *r);
 /* ---- outfile.c: a file replaced whole (stats --output, watch --textfile) ---- */
 
 /* Replace path with the n bytes of data: a new file in the same directory, written, fsynced
- * and renamed over path; an existing path that is not a regular file is refused.  0, or -1
+ * and renamed over path; an existing path that is not a regular file, or is another user's,
+ * is refused.  0, or -1
  * with a message in err and nothing left behind. */
 int write_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
 

@@ -2,6 +2,7 @@
  * check.c; attach: attach.c (--cgroup: cgroup/cgattach.c); detach: cgroup/cgattach.c;
  * stats: stats.c; doctor: doctor.c; watch: watch.c; revert: revert.c; --list-options, for the
  * shell's completion: complete.c), and the exit status, which main alone decides. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,6 +112,17 @@ static int json_refused(FILE *msg, int status)
 	return status;
 }
 
+/* With 0-2 closed, the first socket made takes one, and what is said on stderr goes into it
+ * (watch's lines into a sock_diag socket: a message to the kernel).  /dev/null in their place,
+ * close-on-exec: a wrapped program still finds them closed, as it was given them. */
+static void stdio_fill(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 &&
+		    open("/dev/null", (fd ? O_WRONLY : O_RDONLY) | O_CLOEXEC) != fd)
+			return;
+}
+
 int main(int argc, char **argv)
 {
 	enum cli_status r;
@@ -127,6 +139,12 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, stats_help));
 		json_refused(msg, 0);
+		int no_stdout = fcntl(1, F_GETFD) < 0;
+		stdio_fill();
+		if (no_stdout && !s.output) {
+			fprintf(stderr, "socktune: stats: stdout is closed: nowhere to print\n");
+			return 1;
+		}
 		return stop_end(stats_main(&s));
 	}
 	if (argc > 1 && strcmp(argv[1], "doctor") == 0) {
@@ -143,6 +161,7 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, watch_help));
 		json_refused(msg, 0);
+		stdio_fill();
 		return stop_end(watch_main(&a));
 	}
 	if (argc > 1 && strcmp(argv[1], "revert") == 0) {
@@ -158,6 +177,7 @@ int main(int argc, char **argv)
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, detach_help));
 		json_refused(msg, 0);
+		stdio_fill();
 		return cg_detach_main(&d);
 	}
 	struct cli c;
@@ -183,6 +203,8 @@ int main(int argc, char **argv)
 		return exit_status(flag_word_error(&c, stderr), help); /* --nodelay 1: no program "1" */
 	if (!c.check && !c.attach && congestion_missing(&c, &p))
 		return EXIT_USAGE;
+	if (c.cgroup)
+		stdio_fill();
 	if (c.attach && c.cgroup)
 		return cg_attach_main(&c, &p);
 	if (c.attach) {

@@ -4,7 +4,7 @@
  * O_EXCL so that nothing already there is opened, written, fsynced, then renamed over the
  * path.  The path is the user's choice, but only a regular file (or nothing) is replaced: a
  * symlink, a FIFO, a device (--output /dev/stdout run as root would replace the device node)
- * or a directory is refused. */
+ * or a directory is refused, and so is another user's file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -80,6 +80,14 @@ int write_atomic(const char *path, const char *data, size_t n, char *err, size_t
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is %s: not replaced (only a regular file is)", path,
 		         kind_of(st.st_mode));
+		return -1;
+	}
+	/* Another user's file is not ours to replace (root's rename would take it from them: a
+	 * sticky /tmp, a directory shared with node_exporter). */
+	if (lstat(path, &st) == 0 && st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s belongs to uid %ld, not to this user (uid %ld): not replaced "
+		         "(remove it, or give a path of this user's own)", path, (long)st.st_uid,
+		         (long)geteuid());
 		return -1;
 	}
 	const char *slash = strrchr(path, '/');

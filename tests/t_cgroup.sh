@@ -239,6 +239,42 @@ check cgroup_wrapper_killed_detaches "attached to $dir after the wrapper's SIGKI
 for p in $pids; do kill "$p" 2>/dev/null; done
 busywait 3000 sh -c "rmdir '$dir' 2>/dev/null || [ ! -e '$dir' ]"
 
+# ---- SIGTERM or SIGHUP at an early moment (while the cgroup is made, the program attached, the
+# probe connection read back, the program started): the wrapper ends by it, its cgroup
+# directory is gone, and the program, when it started, got the signal too (not left running
+# with no parent). 12 runs, the signal 0-33 ms after the start or as soon as the directory
+# appears; before the fix those sent while it was set up left socktune-PID behind.
+early_left=""
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	sig=TERM
+	[ $((i % 2)) = 1 ] && sig=HUP
+	rm -f "$TMP/early.pid"
+	"$CLI" --cgroup --initcwnd 40 -- sh -c "echo \$\$ >'$TMP/early.pid'; exec sleep 30" 2>"$TMP/early.err" &
+	w=$!
+	if [ $((i % 3)) = 0 ]; then
+		sleep "$(printf '0.%03d' $((i * 3)))"
+	else # the moment its directory appears (at most 20,000 looks)
+		n=0
+		while [ ! -e "$CG_ROOT/socktune-$w" ] && [ $n -lt 20000 ] && kill -0 "$w" 2>/dev/null; do
+			n=$((n + 1))
+		done
+	fi
+	kill -$sig "$w"
+	wait "$w"
+	rc=$?
+	want=143
+	[ $sig = HUP ] && want=129
+	[ "$rc" = "$want" ] || early_left="$early_left run $i: SIG$sig status $rc (want $want);"
+	[ -e "$CG_ROOT/socktune-$w" ] && early_left="$early_left run $i: $CG_ROOT/socktune-$w left (in it: $(tr '\n' ' ' <"$CG_ROOT/socktune-$w/cgroup.procs"));"
+	p=$(cat "$TMP/early.pid" 2>/dev/null)
+	if [ -n "$p" ] && ! busywait 2000 gone "$p"; then
+		early_left="$early_left run $i: the program $p still running;"
+		kill -KILL "$p" 2>/dev/null
+	fi
+	[ -e "$CG_ROOT/socktune-$w" ] && rmdir "$CG_ROOT/socktune-$w" 2>/dev/null
+done
+check cgroup_signal_at_start "${early_left:-}" -z "$early_left"
+
 # ---- another party's program on the same cgroup keeps running beside ours
 if [ -n "$CG_ROOT" ] && mkdir "$CG_ROOT/socktune-test-$$" 2>/dev/null; then
 	dir=$CG_ROOT/socktune-test-$$

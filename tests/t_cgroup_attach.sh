@@ -105,6 +105,12 @@ rc=$?
 check cgroup_detach.none_of_ours "status $rc (want 1): $(head -c 300 "$TMP/det2.err"); json status $(json_get "$TMP/det2.json" status); other still there: $("$BPFQ" attached "$CG" | tr '\n' ' ')" \
 	"$rc" = 1 -a "$(json_get "$TMP/det2.json" status)" = 1 -a "$("$BPFQ" attached "$CG")" = "$other other"
 
+# the report to a full disk: lost, and said (status 1 with no word before)
+"$CLI" detach --json "$srv" >/dev/full 2>"$TMP/det3.err"
+rc=$?
+check cgroup_detach.stdout_full "status $rc (want 1): $(head -c 300 "$TMP/det3.err")" \
+	"$rc" = 1 -a -n "$(grep 'stdout: .*space' "$TMP/det3.err")"
+
 bad=$(schema_problems "$TMP/det2.json")
 check cgroup_detach.json_schema "keys not in socktune --schema: $bad" -z "$bad"
 

@@ -77,6 +77,17 @@ for fam in 4 6; do
 	check stats-hostile.truncated-rewritten.ip$fam "$(head -c 300 "$TMP/trunc$fam.json")" \
 		"$(json_get "$TMP/trunc$fam.json" files.0.listeners.0.accepted)" = 9
 
+	# ---- stdout on a full disk, or closed: said, status 1 (--watch printed into /dev/full
+	# with no word for as long as it ran; closed, the table went to whatever took fd 1) ----
+	"$CLI" stats --watch 1 --count 3 "$F" >/dev/full 2>"$TMP/devfull$fam.err"
+	rc=$?
+	check stats-hostile.stdout-full.ip$fam "status $rc (want 1): $(head -c 300 "$TMP/devfull$fam.err")" \
+		"$rc" = 1 -a -n "$(grep 'stats: stdout: .*space' "$TMP/devfull$fam.err")"
+	"$CLI" stats "$F" >&- 2>"$TMP/noout$fam.err"
+	rc=$?
+	check stats-hostile.stdout-closed.ip$fam "status $rc (want 1): $(head -c 300 "$TMP/noout$fam.err")" \
+		"$rc" = 1 -a -n "$(grep 'stdout is closed' "$TMP/noout$fam.err")"
+
 	# ---- paths that are not stats files: refused, left exactly as they were ----
 	printf 'precious\n\001\002 not a stats file\n' >"$TMP/orig"
 	cp "$TMP/orig" "$TMP/plain$fam"

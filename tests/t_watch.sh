@@ -178,6 +178,18 @@ check watch.textfile_parses "$(cat "$TMP/textfile.parse") $(cat "$TMP/watch.err"
 busywait 2000 sh -c "! ls -a '$TMP' | grep -q 'w.prom.tmp'"
 check watch.textfile_no_temporary "$(ls -a "$TMP" | grep 'w.prom.')" $? = 0
 
+# another user's file at the path (a shared, sticky directory) is never replaced: status 1,
+# its bytes as they were, no temporary left (root's rename took it over)
+if [ "$(id -u)" = 0 ]; then
+	mkdir "$TMP/shared" && chmod 1777 "$TMP/shared"
+	echo "theirs" >"$TMP/shared/o.prom" && chown 65534 "$TMP/shared/o.prom"
+	"$CLI" watch --textfile "$TMP/shared/o.prom" --every 0.2 --seconds 1 ":$P" >/dev/null 2>"$TMP/owner.err"
+	rc=$?
+	check watch.textfile_other_owner "status $rc (want 1), file: $(head -c 60 "$TMP/shared/o.prom"), uid $(stat -c %u "$TMP/shared/o.prom"), left: $(ls -a "$TMP/shared" | tr '\n' ' ') $(cat "$TMP/owner.err")" \
+		"$rc" = 1 -a "$(cat "$TMP/shared/o.prom")" = theirs -a "$(stat -c %u "$TMP/shared/o.prom")" = 65534 \
+		-a "$(ls -A "$TMP/shared" | wc -l)" = 1
+fi
+
 # ---- a restart on the same port: up 0 once, then the same series again ----
 kill "$SRV"
 wait_gone "$SRV" 3
@@ -246,6 +258,22 @@ check watch.listen_default_loopback "$(ss -Hltn "sport = :$M2")" \
 	-n "$(ss -Hltn "sport = :$M2" | grep '127.0.0.1:')"
 kill "$W2" 2>/dev/null
 wait "$W2" 2>/dev/null
+
+# ---- stdout and stderr closed: no socket takes their numbers (its lines went into a
+# sock_diag socket at 2, a message to the kernel), and it still serves ----
+M3=$(free_port)
+"$CLI" watch --listen "$M3" --seconds 4 ":$P" >&- 2>&- &
+W3=$!
+wait_listen "$M3" 3
+std_socks=""
+for fd in 0 1 2; do
+	case "$(readlink "/proc/$W3/fd/$fd" 2>/dev/null)" in socket:*) std_socks="$std_socks $fd" ;; esac
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$M3/metrics")
+check watch.stdio_closed "sockets at descriptors:${std_socks:- none}; /metrics answered $code" \
+	-z "$std_socks" -a "$code" = 200
+kill "$W3" 2>/dev/null
+wait "$W3" 2>/dev/null
 
 # ---- SIGTERM ends it, by that signal ----
 kill -TERM "$WPID"

@@ -86,8 +86,11 @@ static int out_end(struct out *o)
 		rec_write_json(stdout, o->doc);
 		rec_free(o->doc);
 	}
-	if (fflush(stdout) != 0)
+	if (fflush(stdout) != 0 || ferror(stdout)) { /* what was done stays done: said */
+		fprintf(stderr, "socktune: stdout: %s (the report is lost; what it says "
+		        "was done all the same)\n", strerror(errno));
 		return 1;
+	}
 	return status;
 }
 

@@ -129,16 +129,19 @@ int cgroup_main(const struct cli *c, const struct st_policy *p)
 		fprintf(stderr, "socktune: %s: %s\n", c->program[0], strerror(errno));
 		return errno == ENOENT ? 127 : 126;
 	}
-	struct cg_state s = {.cgroup_fd = -1, .prog_fd = -1, .link_fd = -1};
-	if (setup(c, p, &s) != 0) {
-		undo(&s);
-		return EXIT_USAGE;
-	}
+	/* Blocked from before the cgroup is made: a SIGTERM while it is set up (the probe takes
+	 * a while) would end us with the directory left behind, and the probe's process in it.
+	 * One that came meanwhile waits, and goes on to the program once it runs. */
 	sigset_t set, old;
 	child_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	struct sigaction chld_was, dfl = {.sa_handler = SIG_DFL};
 	sigaction(SIGCHLD, &dfl, &chld_was);
+	struct cg_state s = {.cgroup_fd = -1, .prog_fd = -1, .link_fd = -1};
+	if (setup(c, p, &s) != 0) {
+		undo(&s);
+		return EXIT_USAGE;
+	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* what the program leaves is reaped here */
 	int said[2], go[2];
 	if (pipe2(said, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) {

@@ -391,6 +391,10 @@ int stats_main(const struct stats_args *s)
 		if (s->every && s->format == STATS_TABLE && isatty(STDOUT_FILENO))
 			fputs("\033[H\033[2J", stdout);
 		int r = views ? json_round(s, views) : st_stats_print(s->files[0]);
+		if (!views && r == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* a full disk */
+			fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(errno));
+			r = 1;
+		}
 		if (r != 0 || !s->every || (s->times && n >= s->times) || stop_signal)
 			return r;
 		sleep((unsigned)s->every); /* (a signal ends it early) */
