@@ -4,7 +4,8 @@
  * O_EXCL so that nothing already there is opened, written, fsynced, then renamed over the
  * path.  The path is the user's choice, but only a regular file (or nothing) is replaced: a
  * symlink, a FIFO, a device (--output /dev/stdout run as root would replace the device node)
- * or a directory is refused, and so is another user's file. */
+ * or a directory is refused, and so is another user's file, and a file that does not begin
+ * as this output does (run as root, --textfile /etc/passwd would replace it). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -74,6 +75,30 @@ static int replace(const char *path, const char *tmp, int fd, const char *data, 
 	return 0;
 }
 
+/* Whether the file at path is empty, absent, or begins with the same first MARK_LEN bytes as
+ * the new text ("# HELP socktune_": a file this command wrote).  Root owns every file of
+ * /etc: the owner alone does not tell a textfile from /etc/passwd. */
+#define MARK_LEN 16
+static int same_kind(const char *path, const char *data, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT;
+	struct stat st;
+	char head[MARK_LEN];
+	size_t want = n < MARK_LEN ? n : MARK_LEN;
+	ssize_t got = 0;
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (ok && st.st_size > 0) {
+		do
+			got = read(fd, head, want);
+		while (got < 0 && errno == EINTR);
+		ok = got == (ssize_t)want && memcmp(head, data, want) == 0;
+	}
+	close(fd);
+	return ok;
+}
+
 int write_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen)
 {
 	struct stat st;
@@ -88,6 +113,12 @@ int write_atomic(const char *path, const char *data, size_t n, char *err, size_t
 		snprintf(err, errlen, "%s belongs to uid %ld, not to this user (uid %ld): not replaced "
 		         "(remove it, or give a path of this user's own)", path, (long)st.st_uid,
 		         (long)geteuid());
+		return -1;
+	}
+	if (!same_kind(path, data, n)) {
+		snprintf(err, errlen, "%s does not begin as this output does (\"%.*s\"): not made by "
+		         "socktune, not replaced (remove it, or give a path of socktune's own)", path,
+		         (int)(n < MARK_LEN ? n : MARK_LEN), data);
 		return -1;
 	}
 	const char *slash = strrchr(path, '/');

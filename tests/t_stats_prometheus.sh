@@ -144,7 +144,7 @@ check stats-prometheus.path-twice "status $rc; series seen twice: $(grep -v '^#'
 
 # ---- --output: the same text, put in by rename ----
 mkdir -p "$TMP/out"
-printf 'old\n' >"$TMP/out/socktune.prom"
+printf '# HELP socktune_old\n' >"$TMP/out/socktune.prom"
 ln "$TMP/out/socktune.prom" "$TMP/held" # the old file as a reader that has it open sees it
 "$CLI" stats --format prometheus --output "$TMP/out/socktune.prom" "$V4" "$V6" 2>"$TMP/out.err"
 rc=$?
@@ -159,7 +159,7 @@ check stats-prometheus.output "status $rc, $(cat "$TMP/out.err"), diff: $(diff "
 	-a "$(grep -c '^socktune_listen_overflows_total{' "$TMP/out/socktune.prom")" = \
 	"$(grep -c '^socktune_listen_overflows_total{' "$TMP/prom.txt")"
 check stats-prometheus.output-renamed "the old inode holds '$(cat "$TMP/held")'; dir: $(ls -A "$TMP/out")" \
-	"$(cat "$TMP/held")" = old -a "$(ls -A "$TMP/out")" = socktune.prom
+	"$(cat "$TMP/held")" = "# HELP socktune_old" -a "$(ls -A "$TMP/out")" = socktune.prom
 
 # a file that cannot be read: said, shown as unreadable, the rest still written, status 1
 "$CLI" stats --format prometheus --output "$TMP/out/socktune.prom" "$V4" "$TMP/nothing" 2>"$TMP/out.err"
@@ -192,7 +192,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 dir=$1
 shift
 mount -t tmpfs -o size=8k none "$dir" || exit 77
-printf 'old\n' >"$dir/socktune.prom"
+printf '# HELP socktune_old\n' >"$dir/socktune.prom"
 dd if=/dev/zero of="$dir/fill" bs=1k count=64 2>/dev/null
 "$@"
 rc=$?
@@ -205,7 +205,7 @@ EOF
 	rc=$?
 	check stats-prometheus.full-disk "status $rc, $(cat "$TMP/full.err"), kept '$(cat "$TMP/full.kept")', dir: $(cat "$TMP/full.ls")" \
 		$rc -eq 1 -a -n "$(grep 'No space left on device (ENOSPC)' "$TMP/full.err")" -a \
-		"$(cat "$TMP/full.kept")" = old -a "$(cat "$TMP/full.ls")" = "fill socktune.prom "
+		"$(cat "$TMP/full.kept")" = "# HELP socktune_old" -a "$(cat "$TMP/full.ls")" = "fill socktune.prom "
 else
 	skip stats-prometheus.full-disk "needs root and unshare -m"
 fi

@@ -189,6 +189,18 @@ if [ "$(id -u)" = 0 ]; then
 		"$rc" = 1 -a "$(cat "$TMP/shared/o.prom")" = theirs -a "$(stat -c %u "$TMP/shared/o.prom")" = 65534 \
 		-a "$(ls -A "$TMP/shared" | wc -l)" = 1
 fi
+# a file of this user's that socktune did not write (run as root: /etc/passwd is root's) is
+# not replaced either; an empty one is (made ready with touch)
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$TMP/mine.prom"
+"$CLI" watch --textfile "$TMP/mine.prom" --every 0.2 --seconds 1 ":$P" >/dev/null 2>"$TMP/mine.err"
+rc=$?
+: >"$TMP/empty.prom"
+"$CLI" watch --textfile "$TMP/empty.prom" --every 0.2 --seconds 1 ":$P" >/dev/null 2>"$TMP/empty.err"
+rc2=$?
+check watch.textfile_not_socktunes "status $rc (want 1), file: $(head -c 60 "$TMP/mine.prom"); empty one: status $rc2 (want 0), $(head -c 30 "$TMP/empty.prom"); $(cat "$TMP/mine.err" "$TMP/empty.err")" \
+	"$rc" = 1 -a "$(cat "$TMP/mine.prom")" = "root:x:0:0:root:/root:/bin/sh" -a \
+	-n "$(grep -F 'does not begin as this output does' "$TMP/mine.err")" -a \
+	"$rc2" = 0 -a "$(head -c 16 "$TMP/empty.prom")" = "# HELP socktune_"
 
 # ---- a restart on the same port: up 0 once, then the same series again ----
 kill "$SRV"
