@@ -534,14 +534,19 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	         "net.ipv4.tcp_mem (its third number, in pages)");
 }
 
+void doc_delack_findings(const struct doctor *d, struct doc_findings *fs)
+{
+	delack_two_write(d, fs);
+	client_nagle(d, fs);
+}
+
 void doctor_findings(const struct doctor *d, struct doc_findings *out)
 {
 	doctor_findings_free(out);
 	out->dropped = 0;
 	doc_queue_findings(d, out);
 	doc_nagle_findings(d, out);
-	delack_two_write(d, out);
-	client_nagle(d, out);
+	doc_delack_findings(d, out);
 	limited(d, out, 1);
 	limited(d, out, 0);
 	retransmits(d, out);

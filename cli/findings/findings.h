@@ -53,6 +53,10 @@ void doc_queue_findings(const struct doctor *d, struct doc_findings *fs);
 /* findings.c: the server's Nagle held by the client's delayed ACK (nagle-delayed-ack), on the
  * record's connections (watch runs it on its connection samples) */
 void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs);
+/* findings.c: the server's delayed ACK holding the client: requests written in two pieces
+ * (delayed-ack-two-write) and a client's own Nagle (delayed-ack-client-nagle); watch runs
+ * them on its connection samples too */
+void doc_delack_findings(const struct doctor *d, struct doc_findings *fs);
 /* The backlog the accept queue's findings cure with (watch --apply sets it) */
 #define DOC_BACKLOG_CURE 4096
 

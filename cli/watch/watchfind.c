@@ -1,5 +1,6 @@
-/* doctor's accept-queue rules (cli/findings/findings_queue.c) and its Nagle rule
- * (findings.c, on the latest two connection samples: watchconn.c), one implementation for
+/* doctor's accept-queue rules (cli/findings/findings_queue.c), its Nagle rule and its two
+ * delayed-ACK rules (two-write requests, a client's Nagle: findings.c, on the latest two
+ * connection samples: watchconn.c), one implementation for
  * both, applied to watch's samples over each --window: the window is written into the rules' own
  * record of a window (struct doctor, findings/window.h: the namespaces' counters at both ends, each listener's
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
@@ -166,6 +167,11 @@ static void conns_in(struct doctor *d, struct watch_listener **map)
 		struct doc_conn *dc = &c[d->nc++];
 		memset(dc, 0, sizeof *dc);
 		dc->listener = i;
+		/* a client's address, for the delayed-ACK fix's `check --route` (the route back
+		 * to it is not looked up here: that is a netlink round trip per listener) */
+		if (!d->l[i].route_peer[0])
+			inet_ntop(x->last.family, x->last.dst, d->l[i].route_peer,
+			          sizeof d->l[i].route_peer);
 		dc->inode = x->last.inode;
 		dc->cookie = x->last.cookie;
 		dc->first = x->first;
@@ -183,7 +189,7 @@ static void conns_in(struct doctor *d, struct watch_listener **map)
 }
 
 /* One chunk of the window in doctor's record, judged: the accept queue's rules, and the
- * Nagle rule on the connections */
+ * Nagle and delayed-ACK rules on the connections */
 static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
                   int *seen)
 {
@@ -191,6 +197,7 @@ static void judge(struct watch *w, struct doctor *d, struct watch_listener **map
 	conns_in(d, map);
 	doc_queue_findings(d, &fs);
 	doc_nagle_findings(d, &fs);
+	doc_delack_findings(d, &fs);
 	for (int k = 0; k < fs.n; k++) {
 		const struct doc_finding *df = &fs.f[k];
 		if (df->listener < 0 || df->listener >= d->nl)
