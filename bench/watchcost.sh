@@ -82,7 +82,7 @@ c9_table() {
 	echo "| watch CPU, % of one core (/proc/PID/stat, ${C9_S} s) | $(for n in $C9_N; do printf '%s | ' "$(c9 c9.cpu_pct.n$n %.2f)"; done)"
 	echo "| watch RSS (MiB; peak) | $(for n in $C9_N; do printf '%s | ' "$(c9 c9.rss_kib.n$n | awk '{ printf ($1 == "n/a") ? $1 : "%.1f", $1 / 1024 }'); $(c9 c9.hwm_kib.n$n | awk '{ printf ($1 == "n/a") ? $1 : "%.1f", $1 / 1024 }')"; done)"
 	echo "| listener sample (ms; sockets it returned) | $(for n in $C9_N; do printf '%s; %s | ' "$(c9 c9.lsample_ms.n$n %.3f)" "$(c9 c9.lsockets.n$n)"; done)"
-	echo "| connection sample, no tcp_info (ms; connections it returned) | $(for n in $C9_N; do printf '%s; %s | ' "$(c9 c9.csample_ms.n$n %.1f)" "$(c9 c9.csockets.n$n)"; done)"
+	echo "| connection sample, with tcp_info (ms; connections it returned) | $(for n in $C9_N; do printf '%s; %s | ' "$(c9 c9.csample_ms.n$n %.1f)" "$(c9 c9.csockets.n$n)"; done)"
 	echo "| connection samples every (s) | $(for n in $C9_N; do printf '%s | ' "$(c9 c9.cevery.n$n)"; done)"
 	echo "| connection samples' own share, sample / interval (% of one core) | $(for n in $C9_N; do printf '%s | ' "$(awk -v c="$(c9 c9.csample_ms.n$n)" -v e="$(c9 c9.cevery.n$n)" 'BEGIN { if (c == "n/a" || e + 0 == 0) print "n/a"; else printf "%.2f", c / 10 / e }')"; done)"
 	echo "| budget at 10,000: <= 1% of a core, <= 64 MiB | $(for n in $C9_N; do
