@@ -13,27 +13,31 @@ if ! command -v curl >/dev/null; then
 	exit 0
 fi
 
-# run NAME [VAR=value...]: tserver keep-alive on loopback, the split client for 40 s at most,
-# watch on its port with --apply; waits for the finding (the connections are sampled every
-# 10 s: the second sample judges them) or for three connection samples
+# run NAME [VAR=value...]: tserver keep-alive on loopback, the split client for 60 s at most,
+# watch on its port with --apply once the client's connection is up; waits for the finding
+# (the connections are sampled every 10 s: the second sample judges them, at the end of the
+# 1 s window after it) or for four connection samples (so the window after the third, the
+# one that judges a connection the first sample missed, is over: samples_total counts a
+# sample before its window is judged)
 run() {
 	_n=$1
 	shift
-	start_server "$_n" "$@" -- "$BIN/tserver" -m ka -n 1 -q 100 -r 100 -t 60 || {
+	start_server "$_n" "$@" -- "$BIN/tserver" -m ka -n 1 -q 100 -r 100 -t 80 || {
 		fail "$_n" "tserver did not start: $(cat "$TMP/$_n.err")"
 		return 1
 	}
 	P=$SRV_PORT
 	M=$(free_port)
 	while [ "$M" = "$P" ]; do M=$(free_port); done
-	"$BIN/kaclient" split -n 100000 -q 100 -r 100 -T 40 127.0.0.1 "$P" >"$TMP/$_n.client" 2>&1 &
+	"$BIN/kaclient" split -n 100000 -q 100 -r 100 -T 60 127.0.0.1 "$P" >"$TMP/$_n.client" 2>&1 &
 	_c=$!
+	busywait 5000 sh -c "ss -Htn state established 'sport = :$P' | grep -q ."
 	"$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 --apply \
 		--journal "$TMP/$_n.jsonl" ":$P" >/dev/null 2>"$TMP/$_n.werr" &
 	_w=$!
-	busywait 45000 sh -c "curl -sf -m 2 'http://127.0.0.1:$M/metrics' >'$TMP/$_n.prom' &&
+	busywait 60000 sh -c "curl -sf -m 2 'http://127.0.0.1:$M/metrics' >'$TMP/$_n.prom' &&
 		{ grep -q '^socktune_finding{.*kind=\"delayed-ack-two-write\".*port=\"$P\"' '$TMP/$_n.prom' ||
-		  [ \$(grep '^socktune_watch_connection_samples_total ' '$TMP/$_n.prom' | awk '{ print \$2 }') -ge 3 ]; }"
+		  [ \$(grep '^socktune_watch_connection_samples_total ' '$TMP/$_n.prom' | awk '{ print \$2 }') -ge 4 ]; }"
 	curl -sf -m 2 "http://127.0.0.1:$M/metrics" >"$TMP/$_n.prom"
 	kill "$_w" "$_c" 2>/dev/null
 	wait "$_w" "$_c" 2>/dev/null
@@ -56,5 +60,5 @@ fi
 if run tuned LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	check watch_delack.tuned_none "findings: $(grep '^socktune_finding{' "$TMP/tuned.prom"); samples: $(grep '^socktune_watch_connection_samples_total ' "$TMP/tuned.prom"); client: $(cat "$TMP/tuned.client")" \
 		-z "$(grep "^socktune_finding{.*kind=\"delayed-ack-two-write\".*port=\"$P\"" "$TMP/tuned.prom")" -a \
-		"$(grep '^socktune_watch_connection_samples_total ' "$TMP/tuned.prom" | awk '{ print $2 }')" -ge 3
+		"$(grep '^socktune_watch_connection_samples_total ' "$TMP/tuned.prom" | awk '{ print $2 }')" -ge 4
 fi
