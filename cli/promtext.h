@@ -13,6 +13,25 @@ struct prom_family {
 	const char *name, *type, *help;
 };
 
+/* The families both stats and watch write, each with one name, type and help: an operator
+ * may give both outputs to node_exporter's textfile directory, and its collector drops a
+ * family whose help differs between two files (seen: watch's socktune_listener_backlog
+ * gone, "has help ... but should have ..."); the label sets may differ. */
+#define PROM_LISTENER_BACKLOG "socktune_listener_backlog", "gauge", \
+	"the listen backlog in force, read back from the kernel: the accept queue's room " \
+	"(after the net.core.somaxconn cut)"
+#define PROM_LISTENER_QUEUE_LENGTH "socktune_listener_queue_length", "gauge", \
+	"connections waiting in the accept queue now, read from the kernel (sock_diag; " \
+	"socktune watch: summed over the sockets of the address and port); " \
+	"socktune stats: the latest sample when the kernel cannot be read " \
+	"(socktune_listener_queue_length_from_kernel 0)"
+#define PROM_LISTENER_RCVBUF "socktune_listener_receive_buffer_bytes", "gauge", \
+	"SO_RCVBUF of the listener as the kernel reports it, twice the request (accepted " \
+	"connections inherit it); socktune stats: absent when the policy does not set it"
+#define PROM_LISTENER_SNDBUF "socktune_listener_send_buffer_bytes", "gauge", \
+	"SO_SNDBUF of the listener as the kernel reports it (accepted connections inherit " \
+	"it); socktune stats: absent when the policy does not set it"
+
 /* "# HELP name help" and "# TYPE name type" */
 void prom_head(FILE *out, const struct prom_family *f);
 

@@ -115,8 +115,8 @@ for d in docs:
                           ("samples", "accept_queue_samples_total"), ("adopted", "adopted"),
                           ("closed", "closed")):
             same("%s:%s %s" % (host, l["port"], key), get("socktune_listener_" + name, **lab), int(l[key]))
-        for key in ("rcvbuf", "sndbuf"):
-            got = get("socktune_listener_%s_bytes" % key, **lab)
+        for key, name in (("rcvbuf", "receive_buffer"), ("sndbuf", "send_buffer")):
+            got = get("socktune_listener_%s_bytes" % name, **lab)
             if l[key] is None and got is not None:
                 mism.append("%s shown though unset" % key)
             elif l[key] is not None:

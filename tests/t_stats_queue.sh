@@ -54,10 +54,10 @@ check stats-queue.table "row '$row' (QUEUE_NOW $N): $(cat "$TMP/stopped.txt")" \
 	-n "$(grep 'QUEUE_NOW: the accept queue now, read from the kernel' "$TMP/stopped.txt")"
 
 "$CLI" stats --format prometheus "$STATS" >"$TMP/stopped.prom" 2>&1
-check stats-queue.prometheus "$(grep accept_queue_now "$TMP/stopped.prom")" \
-	-n "$(grep "^socktune_listener_accept_queue_now{.*port=\"$port\".*} $N\$" "$TMP/stopped.prom")" -a \
-	-n "$(grep "^socktune_listener_accept_queue_now_from_kernel{.*port=\"$port\".*} 1\$" "$TMP/stopped.prom")" -a \
-	"$(grep -c '^# TYPE socktune_listener_accept_queue_now gauge$' "$TMP/stopped.prom")" = 1
+check stats-queue.prometheus "$(grep queue_length "$TMP/stopped.prom")" \
+	-n "$(grep "^socktune_listener_queue_length{.*port=\"$port\".*} $N\$" "$TMP/stopped.prom")" -a \
+	-n "$(grep "^socktune_listener_queue_length_from_kernel{.*port=\"$port\".*} 1\$" "$TMP/stopped.prom")" -a \
+	"$(grep -c '^# TYPE socktune_listener_queue_length gauge$' "$TMP/stopped.prom")" = 1
 
 # ---- the server gone: no kernel to ask; the file's value, said to be that ----
 kill -9 $HPID 2>/dev/null
@@ -74,8 +74,8 @@ check stats-queue.table-not-running "row '$row': $(cat "$TMP/gone.txt")" \
 	"$(echo "$row" | awk '{ print $5 }')" = "0*" -a \
 	-n "$(grep 'QUEUE_NOW: the kernel could not be read (the process is not running)' "$TMP/gone.txt")"
 "$CLI" stats --format prometheus "$STATS" >"$TMP/gone.prom" 2>&1
-check stats-queue.prometheus-not-running "$(grep accept_queue_now "$TMP/gone.prom")" \
-	-n "$(grep "^socktune_listener_accept_queue_now_from_kernel{.*port=\"$port\".*} 0\$" "$TMP/gone.prom")"
+check stats-queue.prometheus-not-running "$(grep queue_length "$TMP/gone.prom")" \
+	-n "$(grep "^socktune_listener_queue_length_from_kernel{.*port=\"$port\".*} 0\$" "$TMP/gone.prom")"
 
 # ---- two listeners on one address and port (SO_REUSEPORT), one under the library, one not:
 # the queue shown is that of the socket the server holds (by inode), not the other's.  41

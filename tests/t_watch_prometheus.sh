@@ -35,8 +35,9 @@ fi
 promtool check rules "$EX/socktune-rules.yml" >"$TMP/rules.out" 2>&1
 check prom.check_rules "$(cat "$TMP/rules.out")" $? = 0
 # the rules are about what watch exports: every socktune_ name in them is a family of its
+# (its own table, or promtext.h's families shared with stats)
 for n in $(grep -o 'socktune_[a-z_]*' "$EX/socktune-rules.yml" | sort -u); do
-	grep -q "\"$n\"" "$ROOT"/cli/watch/*.c || fail prom.rules_names "$n is not a family watch exports"
+	grep -q "\"$n\"" "$ROOT"/cli/watch/*.c "$ROOT"/cli/promtext.h || fail prom.rules_names "$n is not a family watch exports"
 done
 check prom.rules_alert_findings_and_drops "$(grep 'expr:' "$EX/socktune-rules.yml")" \
 	-n "$(grep 'expr: .*socktune_finding' "$EX/socktune-rules.yml")" -a \
@@ -80,6 +81,22 @@ check prom.check_metrics "status $rc: $(head -n 5 "$TMP/lint.out")" $rc = 0 -a !
 printf '# TYPE st_bad counter\nst_bad 1\n' | promtool check metrics >"$TMP/lint_bad.out" 2>&1
 check prom.check_metrics_selftest "a bad counter went through: $(cat "$TMP/lint_bad.out")" -s "$TMP/lint_bad.out"
 
+# ---- socktune stats of a server under the library, into the same textfile directory ----
+# (its backlog, queue length and buffer families are watch's too: one name, type and help,
+# else node_exporter drops the family of one file)
+SP=$(free_port)
+while [ "$SP" = "$P" ] || [ "$SP" = "$M" ] || [ "$SP" = "$NP" ] || [ "$SP" = "$PP" ]; do SP=$(free_port); done
+SPID=""
+if start_server -l "$SP" lib SOCKTUNE_STATS="$TMP/st.%p" SOCKTUNE_BACKLOG=64 SOCKTUNE_RCVBUF=256k \
+	LD_PRELOAD="$LIB" -- "$PY" -m http.server --bind 127.0.0.1 "$SP"; then
+	SPID=$SRV_PID
+	"$CLI" stats --format prometheus --output "$TMP/tf/stats.prom" "$TMP/st.$SPID" 2>"$TMP/stats.err"
+	check prom.stats_textfile "$(cat "$TMP/stats.err"; head -c 300 "$TMP/tf/stats.prom")" \
+		-n "$(grep "^socktune_listener_backlog{.*port=\"$SP\".*} 64$" "$TMP/tf/stats.prom")"
+else
+	fail prom.stats_server "http.server under the library did not start: $(cat "$TMP/lib.err")"
+fi
+
 # ---- node_exporter's textfile collector ----
 if ! command -v prometheus-node-exporter >/dev/null; then
 	skip prom.node_exporter "no prometheus-node-exporter (apt-get install prometheus-node-exporter)"
@@ -97,6 +114,15 @@ else
 	check prom.node_exporter_textfile "node_exporter: $(grep -E "^socktune_listener_drops_total\{.*port=\"$P\"|^node_textfile_scrape_error" "$TMP/ne.txt" 2>/dev/null) $(tail -n 2 "$TMP/ne.out")" $? = 0
 	check prom.node_exporter_no_textfile_error "$(grep '^node_textfile_scrape_error' "$TMP/ne.txt")" \
 		-n "$(grep '^node_textfile_scrape_error 0$' "$TMP/ne.txt")"
+	if [ -n "$SPID" ]; then
+		# both files' series of the shared families, and no gathering error
+		check prom.node_exporter_stats_and_watch "$(grep -E '^socktune_listener_(backlog|receive_buffer_bytes)|^promhttp_metric_handler_errors_total' "$TMP/ne.txt"; grep -i error "$TMP/ne.out" | tail -n 2)" \
+			-n "$(grep "^socktune_listener_backlog{.*comm=\"python3\".*port=\"$P\".*} 5$" "$TMP/ne.txt")" -a \
+			-n "$(grep "^socktune_listener_backlog{.*pid=\"$SPID\".*port=\"$SP\".*} 64$" "$TMP/ne.txt")" -a \
+			-n "$(grep "^socktune_listener_receive_buffer_bytes{.*pid=\"$SPID\".*port=\"$SP\".*} [1-9][0-9]*$" "$TMP/ne.txt")" -a \
+			-n "$(grep "^socktune_listener_receive_buffer_bytes{.*comm=\"python3\".*port=\"$P\".*} [1-9][0-9]*$" "$TMP/ne.txt")" -a \
+			-n "$(grep '^promhttp_metric_handler_errors_total{cause="gathering"} 0$' "$TMP/ne.txt")"
+	fi
 fi
 
 # ---- a real Prometheus: scrapes both, answers a query ----
@@ -148,8 +174,9 @@ kill "$WPID"
 wait_gone "$WPID" 3
 kill "$SRV"
 wait_gone "$SRV" 3
+[ -n "$SPID" ] && kill "$SPID" && wait_gone "$SPID" 3
 left=""
-for p in $SRV $WPID ${NE:-} ${PROM:-}; do
+for p in $SRV $WPID ${SPID:-} ${NE:-} ${PROM:-}; do
 	kill -0 "$p" 2>/dev/null && left="$left $p"
 done
 check prom.cleanup "still running:$left" -z "$left"
