@@ -173,24 +173,27 @@ int journal_append(int fd, const char *command, struct rec *r)
 	size_t k = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(when + k, sizeof when - k, ".%03ldZ", t.tv_nsec / 1000000);
 	rec_str(r, K_JRN_TIME, when);
+	/* each line a document of its own: the schema and the command that wrote it first */
+	struct rec *doc = rec_new();
+	if (!doc)
+		return -1;
+	rec_int(doc, K_SCHEMA, REC_SCHEMA_VERSION);
+	rec_str(doc, K_COMMAND, command);
+	rec_copy_members(doc, r);
 	char *line = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&line, &len);
-	if (!m)
+	if (!m) {
+		rec_free(doc);
 		return -1;
-	/* each line a document of its own: the schema and the command that wrote it first */
-	fprintf(m, "{\"schema\": %d, \"command\": ", REC_SCHEMA_VERSION);
-	st_json_str(m, command);
-	fputs(", ", m);
-	rec_write_json_line(m, r);
+	}
+	rec_write_json_line(m, doc);
+	rec_free(doc);
 	if (fclose(m) != 0) {
 		free(line);
 		return -1;
 	}
 	/* one write: a line is whole or absent (O_APPEND: after whatever revert added) */
-	char *brace = strstr(line, ", {");
-	if (brace) /* (the record's own brace goes: its members follow the command) */
-		memmove(brace + 2, brace + 3, len - (size_t)(brace + 3 - line) + 1), len--;
 	ssize_t w = write(fd, line, len);
 	int err = errno;
 	free(line);

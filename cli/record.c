@@ -175,6 +175,16 @@ void rec_null(struct rec *parent, int k)
 	add(parent, k, REC_NULL);
 }
 
+void rec_copy_members(struct rec *parent, const struct rec *src)
+{
+	if (!parent || !src)
+		return;
+	if (src->root == src && src->oom)
+		parent->root->oom = 1;
+	for (const struct rec *m = src->first; m; m = m->next)
+		rec_copy(parent, m->key, m);
+}
+
 void rec_copy(struct rec *parent, int k, const struct rec *src)
 {
 	if (!src) {
@@ -188,8 +198,8 @@ void rec_copy(struct rec *parent, int k, const struct rec *src)
 	case REC_GROUP:
 	case REC_ARR: {
 		struct rec *c = add(parent, k, src->type);
-		for (const struct rec *m = src->first; c && m; m = m->next)
-			rec_copy(c, m->key, m);
+		if (c)
+			rec_copy_members(c, src);
 		return;
 	}
 	case REC_INT:

@@ -394,6 +394,8 @@ void rec_known(struct rec *parent, int k, long long v);
 /* A copy of record src (its members, as they are) as parent's member k, of src's type: a
  * part filled apart (a finding's evidence) put into the document.  NULL src: null. */
 void rec_copy(struct rec *parent, int k, const struct rec *src);
+/* src's members (or items) added to parent's, in their order */
+void rec_copy_members(struct rec *parent, const struct rec *src);
 
 /* What became of option i (st_apply_one's outcome): the library's log keys for it, typed. */
 void rec_outcome(struct rec *parent, const struct st_policy *p, int i, const struct st_outcome *o,
