@@ -321,21 +321,32 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 
 int st_expand_path(const char *pattern, long pid, char *out, size_t n)
 {
-	size_t o = 0;
+	/* (no printf: the library opens its log from a hooked call, on the program's stack,
+	 * where a thread's may be small) */
+	char digits[24];
+	size_t nd = 0, o = 0;
+	unsigned long v = pid < 0 ? 0UL - (unsigned long)pid : (unsigned long)pid;
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (pid < 0)
+		digits[nd++] = '-';
 	for (const char *c = pattern; *c; c++) {
-		int w;
 		if (c[0] == '%' && c[1] == 'p') {
-			w = snprintf(out + o, n - o, "%ld", pid);
+			if (n - o <= nd)
+				return -1;
+			for (size_t k = nd; k > 0; k--)
+				out[o++] = digits[k - 1];
 			c++;
 		} else {
-			w = snprintf(out + o, n - o, "%c", *c);
+			if (n - o <= 1)
+				return -1;
+			out[o++] = *c;
 		}
-		if (w < 0 || (size_t)w >= n - o)
-			return -1;
-		o += (size_t)w;
 	}
 	if (o == 0)
 		return -1;
+	out[o] = '\0';
 	return 0;
 }
 

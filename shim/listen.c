@@ -75,19 +75,24 @@ __attribute__((noinline, cold)) static void warn_backlog_lowered(int fd, const c
 	       app_backlog, means, want, keys, dry);
 }
 
-/* The backlog keys of a listen line, and the clamp warning when somaxconn cut the number. */
-static void add_backlog(struct st_line *head, int fd, const char *addr, int app_backlog, int want,
+/* " backlog.app=-2147483648 backlog.want=... backlog.effective=... backlog.now=...": 4 keys
+ * of at most 30 bytes */
+#define BACKLOG_KEYS_MAX 128
+
+/* The backlog keys of a listen line into keys (a small buffer: they are a few numbers), and
+ * the clamp warning when somaxconn cut the number. */
+static void add_backlog(char *keys, size_t n, int fd, const char *addr, int app_backlog, int want,
                         int effective, const char *dry, int warn)
 {
 	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
 	/* a dry run passed the app's backlog on: effective is what the policy's would give (the
 	 * clamp line's number), now what the socket has */
 	if (*dry)
-		st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%lld backlog.now=%d",
-		            app_backlog, want, st_dry_backlog(want, somaxconn), effective);
+		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%lld backlog.now=%d",
+		         app_backlog, want, st_dry_backlog(want, somaxconn), effective);
 	else
-		st_line_add(head, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog,
-		            want, effective);
+		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog,
+		         want, effective);
 	int clamped = want >= 0 && (*dry ? st_dry_backlog(want, somaxconn) < want
 	                                 : (effective >= 0 && effective < want));
 	if (clamped)
@@ -99,6 +104,29 @@ static void add_backlog(struct st_line *head, int fd, const char *addr, int app_
 		warn_backlog_lowered(fd, addr, app_backlog, want, somaxconn, dry, warn);
 }
 
+
+/* What the listen (or adopt) line says beside the tuning's own keys */
+struct listen_said {
+	int fd, adopting, app_backlog, want, unchanged, ephemeral;
+};
+
+/* The listen or adopt line: its head (the event, the address, the backlog's stages), then
+ * what the tuning said (line).  A function of its own, with the backlog's keys in a small
+ * buffer, so that little is on the stack beside line and the log's own (t_smallstack: the
+ * deepest paths are a line said from inside st_tune, and this one). */
+__attribute__((noinline)) static void say_listener(const struct listen_said *s, const char *addr,
+                                                   const char *dry, const struct st_line *line)
+{
+	int app_call = s->adopting == 0 || s->adopting == RELISTEN_UNTRACKED;
+	char backlog[BACKLOG_KEYS_MAX] = "";
+	if (backlog_governed())
+		add_backlog(backlog, sizeof backlog, s->fd, addr, s->app_backlog, s->want,
+		            st_listen_backlog(&st_ops, s->fd), dry, !s->unchanged);
+	st_log(tunes_listeners() && !s->unchanged ? ST_LOG_INFO : ST_LOG_DEBUG,
+	       "event=%s fd=%d addr=%s%s%s%s%s%s%s", app_call ? "listen" : "adopt", s->fd, addr,
+	       s->adopting == RELISTEN_UNTRACKED ? " relisten=1" : "", backlog, line->b,
+	       s->unchanged ? " unchanged=1" : "", s->ephemeral ? " ephemeral=1" : "", dry);
+}
 
 /* Apply the policy to a listener: from the listen() hook (adopting = 0: set the options,
  * then call the real listen() with the policy's backlog; RELISTEN_UNTRACKED the same on a
@@ -190,15 +218,10 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 	} else if (!st_has(&st_policy, ST_V_PORTS)) {
 		ephemeral = st_port_ephemeral(port);
 	}
-	struct st_line head = {.n = 0};
-	st_line_add(&head, "event=%s fd=%d addr=%s%s", app_call ? "listen" : "adopt", fd, addr,
-	            adopting == RELISTEN_UNTRACKED ? " relisten=1" : "");
-	if (backlog_governed())
-		add_backlog(&head, fd, addr, app_backlog, want, st_listen_backlog(&st_ops, fd), dry, !unchanged);
 	if (st_has(&st_policy, ST_V_QUICKACK))
 		st_line_add(&line, " quickack=%d", (int)st_policy.num[ST_V_QUICKACK]);
-	st_log(tunes_listeners() && !unchanged ? ST_LOG_INFO : ST_LOG_DEBUG, "%s%s%s%s%s", head.b,
-	       line.b, unchanged ? " unchanged=1" : "", ephemeral ? " ephemeral=1" : "", dry);
+	struct listen_said said = {fd, adopting, app_backlog, want, unchanged, ephemeral};
+	say_listener(&said, addr, dry, &line);
 
 	unsigned index;
 	struct st_listener *L = *dry || !st_fd_fits(fd) ? NULL : st_listener_alloc(&index);
@@ -252,11 +275,11 @@ static int relisten(int fd, int backlog, int saved)
 	int after = st_listen_backlog(&st_ops, fd);
 	char addr[ST_ADDR_MAX];
 	unsigned port;
-	struct st_line head = {.n = 0};
+	char keys[BACKLOG_KEYS_MAX];
 	st_local_addr(fd, addr, sizeof addr, &port);
-	st_line_add(&head, "event=listen fd=%d addr=%s relisten=1", fd, addr);
-	add_backlog(&head, fd, addr, backlog, want, after, "", 1);
-	st_log(after != before ? ST_LOG_INFO : ST_LOG_DEBUG, "%s", head.b);
+	add_backlog(keys, sizeof keys, fd, addr, backlog, want, after, "", 1);
+	st_log(after != before ? ST_LOG_INFO : ST_LOG_DEBUG, "event=listen fd=%d addr=%s relisten=1%s",
+	       fd, addr, keys);
 	errno = saved;
 	return 0;
 }

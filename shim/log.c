@@ -207,7 +207,8 @@ static int move_high(int nfd)
 	return nfd;
 }
 
-static int log_file_open(long pid, int old, int *file)
+/* (not inlined: its path buffer would be on the stack of every line) */
+__attribute__((noinline)) static int log_file_open(long pid, int old, int *file)
 {
 	if (old >= 0 && !still_ours(old))
 		old = -1; /* that number is the app's now */
@@ -426,7 +427,8 @@ void st_line_add(struct st_line *l, const char *fmt, ...)
  * which pid) is the parent's, and must stay so.  The line goes to the parent's file if
  * this child still holds it (a copy of the parent's descriptor table, closed at exec), else
  * to a file opened for this line alone and closed again, else to stderr. */
-static int log_target_borrowed(int *file, int *transient)
+/* (not inlined: its path buffer would be on the stack of every line) */
+__attribute__((noinline)) static int log_target_borrowed(int *file, int *transient)
 {
 	*file = *transient = 0;
 	if (!log_pattern)

@@ -74,7 +74,7 @@ if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46,
 		timeout 20 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 100000 >"$TMP/pub.client" 2>&1 &
 		cl=$!
 		# (its connection made and exchanging: a loaded machine starts the client late)
-		busywait 5000 [ -n "$(ss -Htn state established "( sport = :$MQ )")" ]
+		busywait 5000 sh -c "ss -Htn state established '( sport = :$MQ )' | grep -q ."
 		sleep 0.3
 		"$CLI" attach --nodelay --connections "$srv" >"$TMP/pub.attach" 2>"$TMP/pub.err"
 		kill "$cl" 2>/dev/null

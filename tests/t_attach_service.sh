@@ -60,7 +60,7 @@ check connections_client_marked "outgoing TCP_NODELAY $(nodelay out) (want 1): $
 kill "$svc" "$backend" 2>/dev/null
 
 # a worker's live connection, reached through the master's pid: TCP_NODELAY read back by the
-# worker, requests over 20 ms before and after, the line naming the worker
+# worker, requests over 30 ms before and after, the line naming the worker
 for mode in keep drop; do
 	start_server "pre_$mode" -- $PY "$ROOT/tests/py/prefork.py" $mode || {
 		fail "service_$mode" "prefork.py did not start: $(cat "$TMP/pre_$mode.err")"
@@ -75,7 +75,7 @@ for mode in keep drop; do
 	rc=$?
 	: >"$TMP/go_$mode"
 	wait $client
-	echo "# $mode: requests over 20 ms of 10: $(tr '\n' ' ' <"$TMP/ka_$mode")"
+	echo "# $mode: requests over 30 ms of 10: $(tr '\n' ' ' <"$TMP/ka_$mode")"
 	check "service_${mode}_before" "$(cat "$TMP/ka_$mode")" "$(sed -n 's/^before=//p' "$TMP/ka_$mode")" -ge 8
 	check "service_${mode}_worker_tuned" "status $rc, $(tr '\n' ' ' <"$TMP/ka_$mode"): $(cat "$TMP/svc_$mode.out")" \
 		"$rc" = 0 -a "$(sed -n 's/^nodelay=//p' "$TMP/ka_$mode")" = 1 -a \

@@ -429,9 +429,11 @@ fi
 
 # ---- a listener closed during the window: its drops after its last sample are unknown ----
 if server killed $PYSRV $PORT; then
-	"$CLI" doctor --seconds 2 --json "$SRV_PID" >"$TMP/killed.json" 2>"$TMP/killed.err" &
+	# (its listeners are found at its first sample, after a scan of every process: 3 s
+	# leave room for that under load)
+	"$CLI" doctor --seconds 6 --json "$SRV_PID" >"$TMP/killed.json" 2>"$TMP/killed.err" &
 	p=$!
-	sleep 1
+	sleep 3
 	stop
 	wait "$p"
 	check doctor_closed_drops_unknown "closed $(json_get "$TMP/killed.json" listeners.0.closed), \

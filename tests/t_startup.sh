@@ -35,9 +35,9 @@ serve() {
 	fi
 	_i=1
 	while [ $_i -le "$_c" ]; do
-		busywait 5000 [ "$(count_lines "$TMP/$_n.out" '^LISTENER ')" -ge $_i ]
+		busywait 5000 file_has "$TMP/$_n.out" '^LISTENER ' $_i
 		"$BIN/kaclient" burst -n 1 -T 5 "$(host_of "$_fam")" "$SRV_PORT" >/dev/null
-		busywait 5000 [ "$(count_lines "$TMP/$_n.out" '^CONN ')" -ge $_i ]
+		busywait 5000 file_has "$TMP/$_n.out" '^CONN ' $_i
 		_i=$((_i + 1))
 	done
 	wait_server

@@ -21,13 +21,14 @@ no_series() { [ -f "$TMP/metrics" ] && ! grep -q "pid=\"$1\"" "$TMP/metrics"; }
 
 server a
 A=$SPID
-"$CLI" stats --format prometheus --watch 1 --count 7 --output "$TMP/metrics" "$TMP/w/s.*" \
+"$CLI" stats --format prometheus --watch 1 --count 15 --output "$TMP/metrics" "$TMP/w/s.*" \
 	2>"$TMP/exporter.err" &
 EPID=$!
-# every version of the file, in order, until the exporter ends (at most 20 s)
+# every version of the file, in order, until the exporter ends (at most 30 s; its 15 rounds
+# leave room for a slow start of server b, under load, before a goes)
 $PY -c 'import os, sys, time
 path, out, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
-seen, rounds, deadline = None, [], time.monotonic() + 20
+seen, rounds, deadline = None, [], time.monotonic() + 30
 while time.monotonic() < deadline:
     try:
         st = os.stat(path)
@@ -56,7 +57,7 @@ said=$(busywait 5000 has_series $A 0 && echo yes)
 busywait 5000 no_series $A
 check stats-exporter.drops-exited "server a (pid $A) exited: said so: ${said:-no}; now: $(grep socktune_process_running "$TMP/metrics" 2>&1)" \
 	"$said" = yes -a -n "$(no_series $A && echo yes)"
-busywait 15000 gone $EPID
+busywait 25000 gone $EPID
 kill $EPID 2>/dev/null
 wait $EPID
 rc=$?

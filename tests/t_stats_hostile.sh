@@ -201,11 +201,12 @@ for fam in 4 6; do
 	"$BIN/loadgen" -n "$conns" -c 16 -r 1 -w 10 -T 120 "$(host_of $fam)" "$port" >"$TMP/prefork$fam.load" 2>&1
 	"$CLI" stats --json "$F" >"$TMP/prefork$fam.live" 2>&1
 	# mtserver ends with _exit() (no destructor), like a killed server: the file holds the
-	# last sample's copy.  One connection more than 100 ms later makes one.
+	# last sample's copy.  One connection more than 100 ms later makes one (in its accept:
+	# the echo of a byte says the accept, and with it the copy, is done).
 	sleep 0.15
-	$PY -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()' \
-		"$(host_of $fam)" "$port"
-	sleep 0.1
+	$PY -c 'import socket,sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"x"); s.recv(1); s.close()' "$(host_of $fam)" "$port"
 	kill -TERM $spid
 	wait $spid
 	rc=$?

@@ -223,12 +223,14 @@ if start_server w LD_PRELOAD="$LIB" -- $PY "$ROOT/tests/py/optserver.py" --count
 	}
 	conn
 	wait_file "$TMP/w.out" rcvbuf
-	"$CLI" stats --format prometheus --watch 1 --count 2 --output "$TMP/w.prom" "$W" 2>"$TMP/watch.err" &
+	"$CLI" stats --format prometheus --watch 1 --count 5 --output "$TMP/w.prom" "$W" 2>"$TMP/watch.err" &
 	watch=$!
 	busywait 5000 test -s "$TMP/w.prom"
 	first=$(accepted)
 	conn
-	wait_gone $watch 10
+	# (five rounds a second apart: the last is well after the second connection, however
+	# slowly its python3 starts)
+	wait_gone $watch 15
 	wait $watch
 	rc=$?
 	check stats-prometheus.watch-rewrites "status $rc, accepted $first then $(accepted); $(cat "$TMP/watch.err")" \

@@ -104,7 +104,7 @@ check watch.finding_line "stderr: $(tail -n 3 "$TMP/watch.err")" \
 FID=$(field "$line" id)
 kill -CONT "$SRV"
 wait "$BURST"
-busywait 5000 file_has "$TMP/watch.err" "event=finding-cleared id=$FID "
+busywait 15000 file_has "$TMP/watch.err" "event=finding-cleared id=$FID "
 check watch.finding_cleared "stderr: $(tail -n 3 "$TMP/watch.err")" \
 	"$(count_lines "$TMP/watch.err" "event=finding-cleared id=$FID ")" = 1
 scrape cleared
@@ -114,7 +114,7 @@ check watch.finding_series_gone "$(grep '^socktune_finding{' "$TMP/cleared.txt")
 kill -STOP "$SRV"
 "$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$P" >"$TMP/burst2.out" 2>&1 &
 BURST=$!
-busywait 4000 file_has "$TMP/watch.err" "event=finding id=$FID " 2
+busywait 8000 file_has "$TMP/watch.err" "event=finding id=$FID " 2
 kill -CONT "$SRV"
 wait "$BURST"
 again=$(grep "event=finding id=$FID " "$TMP/watch.err" | sed -n 2p)

@@ -144,6 +144,8 @@ over_case() {
 	check revert_marks_journal_v$1 "revert lines $(count "$J" '"event": "revert"')" \
 		"$(count "$J" '"event": "revert"')" = 1
 	busywait 5000 line_has "$TMP/over$1.werr" 'event=apply-backoff' 1
+	# (the first burst's finding cleared first: one that still holds says no line again)
+	busywait 15000 line_has "$TMP/over$1.werr" 'event=finding-cleared id=' 1
 	n0=$(count "$TMP/over$1.werr" 'event=finding id=.* kind=accept-queue-overflow')
 	burst over2$1
 	busywait 10000 sh -c "[ \$(grep -c 'event=finding id=.* kind=accept-queue-overflow' '$TMP/over$1.werr') -gt $n0 ]"

@@ -59,7 +59,7 @@ mkdir "$TMP/tf"
 WPID=$!
 scrape() { curl -sf -m 2 "http://127.0.0.1:$M/metrics" >"$TMP/$1.txt"; }
 has_up() { scrape up && grep -q "^socktune_listener_up{.*port=\"$P\".* 1$" "$TMP/up.txt"; }
-if ! busywait 5000 has_up; then
+if ! busywait 15000 has_up; then
 	fail prom.watch_starts "no socktune_listener_up 1 for :$P: $(cat "$TMP/watch.err")"
 	exit 0
 fi

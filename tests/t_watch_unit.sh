@@ -44,11 +44,12 @@ if ! setup_ns NSA; then
 	exit 0
 fi
 P=$(free_port)
-start_server -l "$P" srv -- ip netns exec "$NSA" "$PY" -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); time.sleep(60)' "$P"
-ip netns exec "$NSA" ss -Hltn "sport = :$P" | grep -q . ||
-	busywait 3000 sh -c "ip netns exec $NSA ss -Hltn 'sport = :$P' | grep -q ."
-SRV=$SRV_PID
+# (its listener is in NSA: waited for there)
+ip netns exec "$NSA" "$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); time.sleep(60)' "$P" \
+	>"$TMP/srv.out" 2>"$TMP/srv.err" &
+SRV=$!
+busywait 5000 sh -c "ip netns exec $NSA ss -Hltn 'sport = :$P' | grep -q ."
 chmod 711 "$TMP"
 mkdir "$TMP/out" && chown 65534:65534 "$TMP/out"
 # named CAPS: watch as nobody with CAPS (setpriv's list, "" none) names the listener

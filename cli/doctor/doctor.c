@@ -440,6 +440,9 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
 
 int doctor_main(struct doctor *d)
 {
+	/* from the start: a signal during the scans ends the window at its first sample, and
+	 * the report of what was seen comes, then the signal's status */
+	stop_on_signals();
 	/* with 0-2 closed, the first socket opened would take one: the report would go into it */
 	int no_stdout = fcntl(1, F_GETFD) < 0;
 	for (int fd = 0; fd < 3; fd++)
@@ -472,7 +475,6 @@ int doctor_main(struct doctor *d)
 	 * pid was given */
 	struct holders hs = {0};
 	holders_scan(&hs, NULL, 0);
-	stop_on_signals(); /* the report of what was seen so far, then the signal's status */
 	signal(SIGPIPE, SIG_IGN);
 	double t0 = now_s(), end = t0 + d->seconds;
 	if (sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1) != 0 &&
