@@ -43,6 +43,21 @@ refused attach_syncnt '--syncnt: ' --syncnt 3 ":$port"
 refused attach_library_log '--log-file: ' --nodelay --log-file "$TMP/x.log" ":$port"
 refused attach_nothing_pid 'nothing to apply' "$SRV_PID"
 
+# under --json a refusal is one document on stdout, the error object (it was written twice:
+# by attach's refusal and again by the dispatcher)
+refused_json() {
+	_n=$1
+	shift
+	"$CLI" attach --json "$@" >"$TMP/$_n.out" 2>"$TMP/$_n.err"
+	_rc=$?
+	_doc=$($PY -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], "error" in d)' <"$TMP/$_n.out" 2>&1)
+	check "$_n" "status $_rc (want 2), document: $_doc; stdout: $(cat "$TMP/$_n.out")" \
+		"$_rc" = 2 -a "$_doc" = "2 True" -a "$(sendq "$port")" = 5
+}
+refused_json attach_json_nothing_to_apply ":$port"
+refused_json attach_json_quickack --quickack ":$port"
+refused_json attach_json_priority --priority 3 ":$port"
+
 # what does reach something is not refused: an option in the environment, --priority with
 # --connections (the listener's connections), --disable (said, nothing done)
 SOCKTUNE_BACKLOG=64 "$CLI" attach ":$port" >"$TMP/env.out" 2>"$TMP/env.err"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One schema for every output (issue 22): check, attach (two listeners), doctor and stats
+# One schema for every output: check, attach (two listeners), doctor and stats
 # with --json each print exactly one JSON object, with the schema version and the command;
 # every member is a key of `socktune --schema` (a group's members as group.member) with the
 # table's type (null allowed), so the same thing has the same name and type in all four; no

@@ -9,7 +9,6 @@
 #include "socktune_apply.h"
 #include "socktune_opts.h"
 #include "cli.h"
-#include "record.h"
 
 /* Why option id cannot reach anything from outside, or NULL when it can. */
 static const char *cannot_reach(int id)
@@ -58,11 +57,10 @@ static int connections_only(int id)
 	return st_is_sockopt(id) && (st_sockopts[id].flags & ST_O_EACH_CONN);
 }
 
-/* A command line refused: its line on msg, and under --json the error document on stdout. */
-static enum cli_status refuse(const struct cli *c, FILE *msg, const char *why)
+/* A command line refused: its line on msg.  Under --json, msg is the dispatcher's, which
+ * turns the line into the run's one error document (json_refused in main.c). */
+static enum cli_status refuse(FILE *msg, const char *why)
 {
-	if (c->json)
-		rec_error_json(stdout, "attach", why, EXIT_USAGE);
 	return usage_error(msg, "%s", why);
 }
 
@@ -73,12 +71,12 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 		const char *cannot = c->given[i] ? cannot_reach(i) : NULL;
 		if (cannot) {
 			snprintf(why, sizeof why, "attach: --%s: %s", st_vars[i].option, cannot);
-			return refuse(c, msg, why);
+			return refuse(msg, why);
 		}
 		if (c->given[i] && !c->connections && connections_only(i)) {
 			snprintf(why, sizeof why, "attach: --%s reaches connections only (a listener does "
 			         "not pass it on to those it accepts): add --connections", st_vars[i].option);
-			return refuse(c, msg, why);
+			return refuse(msg, why);
 		}
 	}
 	if (st_on(p, ST_V_DISABLE))
@@ -89,7 +87,7 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 		if (st_is_sockopt(i) && st_has(p, i) && attach_takes(i) &&
 		    (c->connections || !connections_only(i)))
 			return CLI_GO;
-	return refuse(c, msg, "attach: nothing to apply: no option that attach sets was given (here "
+	return refuse(msg, "attach: nothing to apply: no option that attach sets was given (here "
 	              "or as a SOCKTUNE_* variable); add one, e.g. --nodelay, --backlog N or --rcvbuf "
 	              "SIZE (socktune attach --help)");
 }
