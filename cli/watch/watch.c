@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpfhost.h"
 #include "diag.h"
 #include "watch.h"
 
@@ -82,7 +83,7 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 	struct sample_ctx *x = ctx;
 	struct watch *w = x->w;
 	int by_port = port_target(w, s->sport);
-	if (w->nports && !by_port && !w->npids)
+	if (w->nports && !by_port && !w->npids && !w->ncgroups)
 		return;
 	struct watch_listener *l = find(w, x->ns->ino, s);
 	if (!l)
@@ -95,10 +96,10 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 			l->inodes[l->ninodes++] = s->inode;
 		else /* (a large SO_REUSEPORT group: the oldest forgotten) */
 			l->inodes[s->inode % WATCH_INODES] = s->inode;
-		/* a PID target decides whether it is shown, unless its port is a target */
+		/* a PID or cgroup target decides whether it is shown, unless its port is a target */
 		if (!l->known)
 			l->want_ident = 1;
-		if (w->npids && !by_port && !l->known)
+		if ((w->npids || w->ncgroups) && !by_port && !l->known)
 			l->excluded = 1; /* until its holder is found among the targets */
 	}
 	l->s_sockets++;
@@ -206,6 +207,12 @@ static int is_target(const struct watch *w, int pid)
 	for (int k = 0; k < w->npids; k++)
 		if (w->pids[k] == pid)
 			return 1;
+	char own[4096];
+	if (!w->ncgroups || watch_cgroup_of(pid, own, sizeof own) != 0)
+		return 0;
+	for (int k = 0; k < w->ncgroups; k++)
+		if (watch_cgroup_within(own, w->cgroups[k]))
+			return 1;
 	return 0;
 }
 
@@ -245,7 +252,7 @@ static void identify(struct watch *w, double now, double *next)
 			if (pid < 0)
 				pid = p;
 		}
-		if (w->npids && held)
+		if ((w->npids || w->ncgroups) && held)
 			l->excluded = 0;
 		if (pid < 0 && ++l->ident_tries < IDENT_TRIES && !l->known)
 			continue;
@@ -276,10 +283,36 @@ static int write_textfile(struct watch *w)
 	return rc;
 }
 
+/* A cgroup target, t: a directory of the cgroup v2 mount (/sys/fs/cgroup/system.slice/x.service)
+ * or a path below the mount as /proc/PID/cgroup writes it (/system.slice/x.service) */
+static int cgroup_target(struct watch *w, const char *t)
+{
+	char mount[1024], full[4096], err[512];
+	if (cg_v2_mount(mount, sizeof mount, err, sizeof err) != 0) {
+		fprintf(stderr, "socktune: watch %s: %s\n", t, err);
+		return -1;
+	}
+	size_t ml = strlen(mount);
+	const char *rel = strncmp(t, mount, ml) == 0 && (t[ml] == '/' || t[ml] == '\0') ? t + ml : t;
+	snprintf(full, sizeof full, "%s%s", mount, rel);
+	if (!cg_is_v2(full) || strlen(rel) >= sizeof w->cgroups[0]) {
+		fprintf(stderr, "socktune: watch %s: not a cgroup v2 directory (%s is not one under "
+		        "the mount %s)\n", t, full, mount);
+		return -1;
+	}
+	snprintf(w->cgroups[w->ncgroups++], sizeof w->cgroups[0], "%s", rel[0] ? rel : "/");
+	return 0;
+}
+
 static int targets(struct watch *w)
 {
 	for (int k = 0; k < w->a->ntargets; k++) {
 		const char *t = w->a->targets[k];
+		if (t[0] == '/') {
+			if (cgroup_target(w, t) != 0)
+				return -1;
+			continue;
+		}
 		if (t[0] == ':') {
 			w->ports[w->nports++] = (unsigned)strtoul(t + 1, NULL, 10);
 			continue;

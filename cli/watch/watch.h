@@ -53,6 +53,10 @@ struct watch_ident {
 void watch_ident_from_cgroup(const char *path, struct watch_ident *id);
 /* The identity of process pid: its comm and its cgroup's (v2's line, else systemd's) */
 void watch_ident_of(int pid, struct watch_ident *id);
+/* Process pid's cgroup v2 path, as /proc/PID/cgroup's "0::" line writes it; 0, or -1 */
+int watch_cgroup_of(int pid, char *out, size_t n);
+/* Whether cgroup path own is rel or a cgroup below it ("/" holds every one).  Pure. */
+int watch_cgroup_within(const char *own, const char *rel);
 
 /* ---- watchns.c: the namespaces ---- */
 
@@ -160,6 +164,10 @@ struct watch {
 	struct watch_listener l[WATCH_MAX_LISTENERS];
 	int nl;
 	int pids[WATCH_MAX_TARGETS], npids;
+	/* cgroup targets: paths below the v2 mount, as /proc/PID/cgroup writes them; a
+	 * listener is shown when a process in one of them or below holds it */
+	char cgroups[WATCH_MAX_TARGETS][512];
+	int ncgroups;
 	unsigned ports[WATCH_MAX_TARGETS];
 	int nports;
 	/* what the sampling did, for the watch's own metrics */

@@ -9,10 +9,13 @@
 void watch_help(FILE *f)
 {
 	fprintf(f,
-	        "usage: socktune watch (--listen ADDR:PORT | --textfile PATH) [OPTIONS] [PID...|:PORT...]\n"
+	        "usage: socktune watch (--listen ADDR:PORT | --textfile PATH) [OPTIONS] [PID...|:PORT...|CGROUP...]\n"
 	        "\n"
 	        "Watches every TCP listener of the node, in every network namespace (or those of\n"
-	        "the processes and ports given), from the kernel's socket diagnostics, changing\n"
+	        "the processes, ports and cgroups given: a CGROUP is a cgroup v2 directory, as\n"
+	        "/sys/fs/cgroup/system.slice/x.service or /system.slice/x.service, and its\n"
+	        "listeners are those a process in it or below holds), from the kernel's socket\n"
+	        "diagnostics, changing\n"
 	        "nothing (unless --apply) and preloading nothing: per listener its accept queue now and its peak\n"
 	        "since the last scrape, the backlog in force, the connection attempts it dropped,\n"
 	        "its buffers; per namespace the TcpExt ListenOverflows and ListenDrops counters.\n"
@@ -117,11 +120,14 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			                   "PATH, --every, --interval, --window, --apply, --journal PATH, --seconds)", o);
 		} else if (a->ntargets == WATCH_MAX_TARGETS) {
 			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
+		} else if (o[0] == '/') {
+			a->targets[a->ntargets++] = o; /* a cgroup: looked up by watch_main */
 		} else {
 			char *end;
 			long n = strtol(o[0] == ':' ? o + 1 : o, &end, 10);
 			if (*end || end == o + (o[0] == ':') || n < 1 || n > (o[0] == ':' ? 65535 : INT_MAX))
-				return usage_error(msg, "watch %s: not a pid or :PORT (:1 to :65535)", o);
+				return usage_error(msg, "watch %s: not a pid, :PORT (:1 to :65535) or cgroup "
+				                   "(a path that begins with /)", o);
 			a->targets[a->ntargets++] = o;
 		}
 	}

@@ -105,3 +105,27 @@ void watch_ident_of(int pid, struct watch_ident *id)
 		fclose(f);
 	watch_ident_from_cgroup(best, id);
 }
+
+int watch_cgroup_of(int pid, char *out, size_t n)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+	FILE *f = fopen(path, "re");
+	int found = 0;
+	while (f && !found && fgets(line, sizeof line, f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			found = (size_t)snprintf(out, n, "%s", line + 3) < n;
+		}
+	if (f)
+		fclose(f);
+	return found ? 0 : -1;
+}
+
+int watch_cgroup_within(const char *own, const char *rel)
+{
+	size_t len = strlen(rel);
+	while (len > 0 && rel[len - 1] == '/')
+		len--; /* "/" (the root, every process) and "/a/" as "/a" */
+	return strncmp(own, rel, len) == 0 && (own[len] == '\0' || own[len] == '/');
+}

@@ -65,7 +65,7 @@ void watch_scan_ns(struct watch *w)
 		w->ns[k].seen = 0;
 	w->ns_not_followed = 0;
 	w->scans++;
-	if (w->npids) {
+	if (w->npids && !w->ncgroups) {
 		for (int k = 0; k < w->npids; k++) {
 			unsigned long long ino = netns_of(w->pids[k]);
 			if (ino)

@@ -45,5 +45,28 @@ int main(void)
 			          id.container, id.pod);
 	}
 	end_group("watch.ident_from_cgroup");
+
+	/* a cgroup target holds its own processes and those of the cgroups below it, never a
+	 * sibling whose name it begins */
+	static const struct {
+		const char *own, *target;
+		int within;
+	} in[] = {
+		{"/system.slice/nginx.service", "/system.slice/nginx.service", 1},
+		{"/system.slice/nginx.service/worker", "/system.slice/nginx.service", 1},
+		{"/system.slice/nginx.service", "/system.slice/nginx.service/", 1},
+		{"/system.slice/nginx.service", "/system.slice", 1},
+		{"/system.slice/nginx.service", "/", 1},
+		{"/", "/", 1},
+		{"/system.slice/nginx.service2", "/system.slice/nginx.service", 0},
+		{"/system.slice", "/system.slice/nginx.service", 0},
+		{"/user.slice/nginx.service", "/system.slice/nginx.service", 0},
+		{"/", "/system.slice", 0},
+	};
+	for (size_t k = 0; k < sizeof in / sizeof *in; k++)
+		if (watch_cgroup_within(in[k].own, in[k].target) != in[k].within)
+			CASE_FAIL("%s within %s: %d, want %d", in[k].own, in[k].target,
+			          watch_cgroup_within(in[k].own, in[k].target), in[k].within);
+	end_group("watch.cgroup_within");
 	return failures != 0;
 }

@@ -1,0 +1,78 @@
+#!/bin/sh
+# socktune watch CGROUP: the listeners a process of that cgroup v2 (or of one below it)
+# holds, and no other.  Two plain python3 listeners, one started inside a cgroup of the
+# test's own (a child cgroup below it, as a service's own sub-cgroups are), one outside:
+# given the cgroup as the mount's directory or as /proc/PID/cgroup writes it, /metrics has
+# the first listener (its backlog 5 from the kernel) and not the second; the second shows
+# with a :PORT target beside it; a path that is no cgroup is not found (status 3).
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v curl >/dev/null; then
+	skip watch_cgroup "no curl"
+	exit 0
+fi
+MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
+CG=$MNT/socktune-watch-cgroup-test-$$
+if [ -z "$MNT" ] || ! mkdir "$CG" "$CG/worker" 2>"$TMP/mkdir.err"; then
+	skip watch_cgroup "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err" 2>/dev/null)"
+	exit 0
+fi
+trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; sleep 0.3;
+	rmdir "$CG/worker" "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(60)'
+# inside: moves itself into $CG/worker before it execs the listener
+if ! start_server in -- sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$CG/worker" \
+	$PY -c "$LISTENER"; then
+	fail watch_cgroup.server "the listener in the cgroup did not start: $(cat "$TMP/in.err")"
+	exit 0
+fi
+IN=$SRV_PORT IN_PID=$SRV_PID
+if ! start_server out -- $PY -c "$LISTENER"; then
+	fail watch_cgroup.server "the listener outside did not start: $(cat "$TMP/out.err")"
+	exit 0
+fi
+OUT=$SRV_PORT
+check watch_cgroup.placed "pid $IN_PID in '$(grep '^0::' "/proc/$IN_PID/cgroup")'" \
+	"$(grep '^0::' "/proc/$IN_PID/cgroup")" = "0::${CG#"$MNT"}/worker"
+
+# watched NAME TARGET...: watch with TARGETs until /metrics shows the listener on $IN up
+# (10 s at most), then one scrape more into $TMP/NAME.txt after the next sample; the watch
+# ended
+watched() {
+	_n=$1
+	shift
+	_m=$(free_port)
+	"$CLI" watch --listen "127.0.0.1:$_m" --interval 0.05 "$@" >"$TMP/$_n.out" 2>"$TMP/$_n.err" &
+	_w=$!
+	busywait 10000 sh -c "curl -sf -m 2 'http://127.0.0.1:$_m/metrics' | grep -q '^socktune_listener_up{.*port=\"$IN\"} 1\$'"
+	sleep 0.3
+	curl -sf -m 2 "http://127.0.0.1:$_m/metrics" >"$TMP/$_n.txt"
+	kill "$_w"
+	wait "$_w" 2>/dev/null
+}
+# series FILE PORT: the value of the listener's backlog series on PORT ("" when none)
+series() {
+	grep "^socktune_listener_backlog{.*port=\"$2\"" "$1" | awk '{ print $NF }'
+}
+
+watched mount "$CG"
+check watch_cgroup.mount_dir_in "backlog of :$IN '$(series "$TMP/mount.txt" "$IN")' (want 5): $(cat "$TMP/mount.err")" \
+	"$(series "$TMP/mount.txt" "$IN")" = 5
+check watch_cgroup.mount_dir_not_out ":$OUT: '$(series "$TMP/mount.txt" "$OUT")' (want none)" \
+	-z "$(series "$TMP/mount.txt" "$OUT")"
+
+watched relative "${CG#"$MNT"}"
+check watch_cgroup.proc_path_in "backlog of :$IN '$(series "$TMP/relative.txt" "$IN")' (want 5): $(cat "$TMP/relative.err")" \
+	"$(series "$TMP/relative.txt" "$IN")" = 5
+check watch_cgroup.proc_path_not_out ":$OUT: '$(series "$TMP/relative.txt" "$OUT")' (want none)" \
+	-z "$(series "$TMP/relative.txt" "$OUT")"
+
+watched with_port "$CG" ":$OUT"
+check watch_cgroup.with_port "backlogs :$IN '$(series "$TMP/with_port.txt" "$IN")', :$OUT '$(series "$TMP/with_port.txt" "$OUT")' (want 5 5)" \
+	"$(series "$TMP/with_port.txt" "$IN")" = 5 -a "$(series "$TMP/with_port.txt" "$OUT")" = 5
+
+"$CLI" watch --listen "127.0.0.1:$(free_port)" "$CG/none" >/dev/null 2>"$TMP/none.err"
+rc=$?
+check watch_cgroup.not_found "status $rc (want 3): $(cat "$TMP/none.err")" \
+	$rc = 3 -a -n "$(grep 'not a cgroup v2 directory' "$TMP/none.err")"
