@@ -1,6 +1,7 @@
 // A Go net/http server for the tests (Go does not use libc's socket calls: LD_PRELOAD never
-// reaches it).  It listens on 127.0.0.1 port 0, prints "PORT n", and answers GET / with the
-// options the kernel reports on the ACCEPTED connection: "rcvbuf=N delack_max_us=N".
+// reaches it).  It listens on 127.0.0.1, on the port given as its argument (else one the
+// kernel picks), prints "PORT n", and answers GET / with the options the kernel reports on
+// the ACCEPTED connection: "rcvbuf=N delack_max_us=N".
 package main
 
 import (
@@ -16,7 +17,11 @@ import (
 type connKey struct{}
 
 func main() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port := "0"
+	if len(os.Args) > 1 {
+		port = os.Args[1]
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
