@@ -4,7 +4,9 @@
 # test's own (a child cgroup below it, as a service's own sub-cgroups are), one outside:
 # given the cgroup as the mount's directory or as /proc/PID/cgroup writes it, /metrics has
 # the first listener (its backlog 5 from the kernel) and not the second; the second shows
-# with a :PORT target beside it; a path that is no cgroup is not found (status 3).
+# with a :PORT target beside it; a listener in a pod's cgroup layout below it is labelled
+# with the pod's uid, its name (its /etc/hostname) and the container's id; a path that is no
+# cgroup is not found (status 3).
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v curl >/dev/null; then
@@ -17,8 +19,12 @@ if [ -z "$MNT" ] || ! mkdir "$CG" "$CG/worker" 2>"$TMP/mkdir.err"; then
 	skip watch_cgroup "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err" 2>/dev/null)"
 	exit 0
 fi
-trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; sleep 0.3;
-	rmdir "$CG/worker" "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
+# a Kubernetes pod's layout below it (cgroupfs driver: kubepods/burstable/pod<uid>/<container>)
+UID_=3f5c2a1e-7b9d-4c8e-a1f2-0123456789ab
+ID64=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+POD=$CG/kubepods/burstable/pod$UID_/$ID64
+trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; sleep 0.3
+	rmdir "$POD" "${POD%/*}" "${POD%/*/*}" "${POD%/*/*/*}" "$CG/worker" "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(60)'
 # inside: moves itself into $CG/worker before it execs the listener
@@ -71,6 +77,27 @@ check watch_cgroup.proc_path_not_out ":$OUT: '$(series "$TMP/relative.txt" "$OUT
 watched with_port "$CG" ":$OUT"
 check watch_cgroup.with_port "backlogs :$IN '$(series "$TMP/with_port.txt" "$IN")', :$OUT '$(series "$TMP/with_port.txt" "$OUT")' (want 5 5)" \
 	"$(series "$TMP/with_port.txt" "$IN")" = 5 -a "$(series "$TMP/with_port.txt" "$OUT")" = 5
+
+# a listener in the pod's cgroup, in a mount namespace whose /etc/hostname holds the pod's
+# name (as the kubelet gives each container): the series say the pod's uid, its name and
+# the container's id
+if command -v unshare >/dev/null && mkdir -p "$POD" && echo test-pod-7 >"$TMP/hostname" &&
+	start_server pod -- unshare -m sh -c 'mount --bind "$1" /etc/hostname || exit 1
+		echo $$ >"$2/cgroup.procs" || exit 1; shift 2; exec "$@"' sh "$TMP/hostname" "$POD" \
+		$PY -c "$LISTENER"; then
+	PODPORT=$SRV_PORT
+	IN_SAVED=$IN IN=$PODPORT
+	watched pod "$CG"
+	IN=$IN_SAVED
+	lbl=$(grep "^socktune_listener_backlog{.*port=\"$PODPORT\"" "$TMP/pod.txt")
+	check watch_cgroup.pod_labels "series: '$lbl' (want pod=$UID_ pod_name=test-pod-7 container=$ID64): $(cat "$TMP/pod.err")" \
+		-n "$(echo "$lbl" | grep "pod=\"$UID_\",pod_name=\"test-pod-7\"")" -a \
+		-n "$(echo "$lbl" | grep "container=\"$ID64\"")"
+	check watch_cgroup.pod_hostname_private "this host's /etc/hostname: $(cat /etc/hostname)" \
+		"$(cat /etc/hostname)" != test-pod-7
+else
+	skip watch_cgroup.pod_labels "cannot start a listener in a mount namespace of its own in $POD: $(cat "$TMP/pod.err" 2>/dev/null)"
+fi
 
 "$CLI" watch --listen "127.0.0.1:$(free_port)" "$CG/none" >/dev/null 2>"$TMP/none.err"
 rc=$?

@@ -47,11 +47,14 @@ struct watch_ident {
 	char unit[128];
 	char container[72];
 	char pod[40];
+	char pod_name[64]; /* (the pod's hostname, its name unless the pod sets another) */
 };
 /* A cgroup path ("/system.slice/nginx.service", ".../docker-<64hex>.scope",
  * "/kubepods/burstable/pod<uid>/<64hex>") into unit, container and pod.  Pure. */
 void watch_ident_from_cgroup(const char *path, struct watch_ident *id);
-/* The identity of process pid: its comm and its cgroup's (v2's line, else systemd's) */
+/* The identity of process pid: its comm and its cgroup's (v2's line, else systemd's); in a
+ * pod, the pod's name too: the kubelet gives each of its containers an /etc/hostname that
+ * holds it (read through /proc/PID/root: CAP_SYS_PTRACE for another user's process) */
 void watch_ident_of(int pid, struct watch_ident *id);
 /* Process pid's cgroup v2 path, as /proc/PID/cgroup's "0::" line writes it; 0, or -1 */
 int watch_cgroup_of(int pid, char *out, size_t n);

@@ -80,6 +80,28 @@ void watch_ident_from_cgroup(const char *path, struct watch_ident *id)
 	}
 }
 
+/* The pod's name: the first line of the /etc/hostname its container sees, when it is a
+ * DNS label (RFC 1123: what a pod name is made of); "" otherwise */
+static void pod_name_of(int pid, char *out, size_t n)
+{
+	char path[64], line[256] = "";
+	snprintf(path, sizeof path, "/proc/%d/root/etc/hostname", pid);
+	FILE *f = fopen(path, "re");
+	if (f && fgets(line, sizeof line, f))
+		line[strcspn(line, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	size_t len = strlen(line);
+	int ok = n > 0 && len > 0 && len < n && isalnum((unsigned char)line[0]);
+	for (size_t k = 0; ok && k < len; k++)
+		ok = (isalnum((unsigned char)line[k]) && !isupper((unsigned char)line[k])) ||
+		     line[k] == '-' || line[k] == '.';
+	if (!ok)
+		len = 0;
+	memcpy(out, line, len);
+	out[len] = '\0';
+}
+
 void watch_ident_of(int pid, struct watch_ident *id)
 {
 	memset(id, 0, sizeof *id);
@@ -104,6 +126,8 @@ void watch_ident_of(int pid, struct watch_ident *id)
 	if (f)
 		fclose(f);
 	watch_ident_from_cgroup(best, id);
+	if (id->pod[0])
+		pod_name_of(pid, id->pod_name, sizeof id->pod_name);
 }
 
 int watch_cgroup_of(int pid, char *out, size_t n)

@@ -97,6 +97,7 @@ static void listener_labels(FILE *out, const struct watch_listener *l)
 	prom_label(out, 0, rec_keys[K_WCH_UNIT].name, l->id.unit);
 	prom_label(out, 0, rec_keys[K_WCH_CONTAINER].name, l->id.container);
 	prom_label(out, 0, rec_keys[K_WCH_POD].name, l->id.pod);
+	prom_label(out, 0, rec_keys[K_WCH_POD_NAME].name, l->id.pod_name);
 }
 
 static int shown(const struct watch_listener *l)
