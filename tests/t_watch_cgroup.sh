@@ -23,8 +23,17 @@ fi
 UID_=3f5c2a1e-7b9d-4c8e-a1f2-0123456789ab
 ID64=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 POD=$CG/kubepods/burstable/pod$UID_/$ID64
-trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; sleep 0.3
-	rmdir "$POD" "${POD%/*}" "${POD%/*/*}" "${POD%/*/*/*}" "$CG/worker" "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
+# every process of the test's cgroups ended, then the cgroups removed, deepest first (a
+# cgroup goes only once its processes have: bounded waits)
+cg_remove() {
+	for p in $(jobs -p) $(cat "$POD/cgroup.procs" "$CG/worker/cgroup.procs" 2>/dev/null); do
+		kill "$p" 2>/dev/null
+	done
+	for d in "$POD" "${POD%/*}" "${POD%/*/*}" "${POD%/*/*/*}" "$CG/worker" "$CG"; do
+		busywait 3000 sh -c "rmdir '$d' 2>/dev/null || [ ! -e '$d' ]"
+	done
+}
+trap 'cg_remove; rm -rf "$TMP"' EXIT
 
 LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(60)'
 # inside: moves itself into $CG/worker before it execs the listener
