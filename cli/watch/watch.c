@@ -9,6 +9,7 @@
  * socket the watch has not seen appears, at most once a second, and less often when a walk
  * costs more (IDENT_SHARE: the descriptors of a node holding many connections). */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,7 +288,7 @@ static int write_textfile(struct watch *w)
  * or a path below the mount as /proc/PID/cgroup writes it (/system.slice/x.service) */
 static int cgroup_target(struct watch *w, const char *t)
 {
-	char mount[1024], full[4096], err[512];
+	char mount[1024], full[4096], canon[PATH_MAX], err[512];
 	if (cg_v2_mount(mount, sizeof mount, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: watch %s: %s\n", t, err);
 		return -1;
@@ -295,12 +296,15 @@ static int cgroup_target(struct watch *w, const char *t)
 	size_t ml = strlen(mount);
 	const char *rel = strncmp(t, mount, ml) == 0 && (t[ml] == '/' || t[ml] == '\0') ? t + ml : t;
 	snprintf(full, sizeof full, "%s%s", mount, rel);
-	if (!cg_is_v2(full) || strlen(rel) >= sizeof w->cgroups[0]) {
+	/* the path as /proc/PID/cgroup writes it: no "..", ".", "//" or symlink left, else it
+	 * would match no process and the watch would show nothing, unsaid */
+	if (!realpath(full, canon) || !cg_is_v2(canon) || strncmp(canon, mount, ml) != 0 ||
+	    (canon[ml] != '/' && canon[ml] != '\0') || strlen(canon + ml) >= sizeof w->cgroups[0]) {
 		fprintf(stderr, "socktune: watch %s: not a cgroup v2 directory (%s is not one under "
 		        "the mount %s)\n", t, full, mount);
 		return -1;
 	}
-	snprintf(w->cgroups[w->ncgroups++], sizeof w->cgroups[0], "%s", rel[0] ? rel : "/");
+	snprintf(w->cgroups[w->ncgroups++], sizeof w->cgroups[0], "%s", canon[ml] ? canon + ml : "/");
 	return 0;
 }
 
