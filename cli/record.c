@@ -175,14 +175,20 @@ void rec_null(struct rec *parent, int k)
 	add(parent, k, REC_NULL);
 }
 
-void rec_copy_members(struct rec *parent, const struct rec *src)
+void rec_copy_members_except(struct rec *parent, const struct rec *src, int skip_a, int skip_b)
 {
 	if (!parent || !src)
 		return;
 	if (src->root == src && src->oom)
 		parent->root->oom = 1;
 	for (const struct rec *m = src->first; m; m = m->next)
-		rec_copy(parent, m->key, m);
+		if (m->key < 0 || (m->key != skip_a && m->key != skip_b))
+			rec_copy(parent, m->key, m);
+}
+
+void rec_copy_members(struct rec *parent, const struct rec *src)
+{
+	rec_copy_members_except(parent, src, -1, -1);
 }
 
 void rec_copy(struct rec *parent, int k, const struct rec *src)

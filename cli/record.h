@@ -397,6 +397,8 @@ void rec_known(struct rec *parent, int k, long long v);
 void rec_copy(struct rec *parent, int k, const struct rec *src);
 /* src's members (or items) added to parent's, in their order */
 void rec_copy_members(struct rec *parent, const struct rec *src);
+/* The same, but for the members of keys skip_a and skip_b (-1: none) */
+void rec_copy_members_except(struct rec *parent, const struct rec *src, int skip_a, int skip_b);
 
 /* What became of option i (st_apply_one's outcome): the library's log keys for it, typed. */
 void rec_outcome(struct rec *parent, const struct st_policy *p, int i, const struct st_outcome *o,

@@ -154,7 +154,7 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && setup_ns NS 2>/dev/null; th
 	"$CLI" attach --backlog 4096 "$nsrv" >"$TMP/ns.out" 2>"$TMP/ns.err"
 	q=$(ip netns exec "$NS" ss -Hltn 'sport = :8080' | awk '{ print $3; exit }')
 	check attach_netns_somaxconn "Send-Q $q; $(cat "$TMP/ns.out" "$TMP/ns.err")" "$q" = 100 -a \
-		-n "$(grep "backlog clamped to 100 by the target's net.core.somaxconn=100" "$TMP/ns.err")"
+		-n "$(grep "^socktune pid=$nsrv level=warn event=backlog-clamped fd=[0-9]* .*backlog.effective=100 limit=net.core.somaxconn limit_value=100 fix.0=\"nsenter --net=/proc/$nsrv/ns/net sysctl -w net.core.somaxconn=4096\"" "$TMP/ns.err")"
 	kill $nsrv 2>/dev/null
 	wait $nsrv 2>/dev/null
 	cleanup_ns "$NS"

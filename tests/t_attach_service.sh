@@ -43,7 +43,7 @@ check port_only_that_port "status $rc; Send-Q :$pa $(sendq "$pa") (want 100), :$
 check port_connections_that_port "TCP_NODELAY on :$pa's connection $(nodelay a) (want 1), on :$pb's $(nodelay b) (want 0)" \
 	"$(nodelay a)" = 1 -a "$(nodelay b)" = 0
 check port_backlog_lowered "stderr: $(cat "$TMP/port.err")" \
-	-n "$(grep "^socktune: attach $svc: fd [0-9]*: backlog-lowered: backlog.before=4096 backlog.want=100: use --backlog-min 100 to only raise$" "$TMP/port.err")"
+	-n "$(grep "^socktune pid=$svc level=warn event=backlog-lowered fd=[0-9]* addr=127.0.0.1:$pa backlog.before=4096 backlog.want=100 note=\".*: use --backlog-min 100 to only raise\"$" "$TMP/port.err")"
 "$CLI" attach --backlog-min 100 ":$pb" >"$TMP/min.out" 2>"$TMP/min.err"
 check port_backlog_min_no_warning "Send-Q $(sendq "$pb"), stderr: $(cat "$TMP/min.err")" \
 	"$(sendq "$pb")" = 4096 -a ! -s "$TMP/min.err"

@@ -46,6 +46,7 @@ void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 	rec_arr(w, K_FIX); /* (a capability or another namespace: the note says) */
 	if (*fix)
 		rec_str(w, K_NOTE, fix);
+	attach_warning_end(t, w, "unreachable", 0); /* (said above, as an error) */
 }
 
 void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)

@@ -111,10 +111,13 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 struct rec *attach_line(struct attach_state *t, int pid, int fd, const char *event,
                         const char *addr);
 void attach_line_end(struct attach_state *t, struct rec *r);
-/* A warning's record under --json (kind pid fd addr filled), in the document's "warnings";
- * NULL in text mode (its line is on stderr: the rec_ calls on NULL do nothing). */
+/* A warning's record, a line of the library's format: pid level=warn event=KIND fd addr
+ * filled, the rest the caller's.  attach_warning_end writes it, on stderr when say (and
+ * once for a kind said only once), and under --json as a member of the document's
+ * "warnings" too (KIND as its kind, no level), then frees it. */
 struct rec *attach_warning(struct attach_state *t, const char *kind, int pid, int fd,
                            const char *addr);
+void attach_warning_end(struct attach_state *t, struct rec *w, const char *kind, int say);
 /* A command run in pid's network namespace, as a fix prints it: as it is when that is ours,
  * else under nsenter. */
 const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n);

@@ -40,16 +40,6 @@ const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n)
 	return buf;
 }
 
-/* A limit as a clamp line shows it: the number, or "unknown" (not readable from here). */
-static const char *limit_text(long long v, char *buf, size_t n)
-{
-	if (v < 0)
-		snprintf(buf, n, "unknown (its network namespace is not readable from here)");
-	else
-		snprintf(buf, n, "%lld", v);
-	return buf;
-}
-
 struct rec *attach_line(struct attach_state *t, int pid, int fd, const char *event,
                         const char *addr)
 {
@@ -80,16 +70,28 @@ void attach_line_end(struct attach_state *t, struct rec *r)
 struct rec *attach_warning(struct attach_state *t, const char *kind, int pid, int fd,
                            const char *addr)
 {
-	if (!t->json)
-		return NULL;
-	struct rec *w = rec_obj(t->warnings, 0);
-	rec_str(w, K_KIND, kind);
+	(void)t;
+	struct rec *w = rec_new();
 	rec_int(w, K_PID, pid);
+	rec_str(w, K_LEVEL, "warn");
+	rec_str(w, K_EVENT, kind);
 	if (fd >= 0)
 		rec_int(w, K_FD, fd);
 	if (addr)
 		rec_str(w, K_ADDR, addr);
 	return w;
+}
+
+void attach_warning_end(struct attach_state *t, struct rec *w, const char *kind, int say)
+{
+	if (say)
+		rec_say(t->err, "socktune ", w);
+	if (t->json) {
+		struct rec *j = rec_obj(t->warnings, 0);
+		rec_str(j, K_KIND, kind);
+		rec_copy_members_except(j, w, K_LEVEL, K_EVENT);
+	}
+	rec_free(w);
 }
 
 static void note(struct attach_tuned *r, int kind, int opt, int err, long long want,
@@ -196,7 +198,7 @@ static void asked(struct rec *w, int i, long long want, long long got, int read)
 void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
                 const struct attach_tuned *r)
 {
-	char fix[200], lim[80], buf[320], cmd[sizeof buf + 48];
+	char fix[200], buf[320], cmd[sizeof buf + 48];
 	long long dry_effective = -1;
 	if (r->backlog && r->backlog_after < 0) /* a dry run: what the target's somaxconn leaves */
 		dry_effective = st_dry_backlog(r->backlog_want, target_sysctl(pid, "net.core.somaxconn"));
@@ -209,8 +211,6 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 		switch (n->kind) {
 		case N_REFUSED:
 			st_fix_refused_on(n->opt, n->err, n->protocol, fix, sizeof fix);
-			fprintf(t->err, "socktune: attach %d: fd %d: setsockopt %s: %s%s%s\n", pid, fd,
-			        o->label, strerror(n->err), *fix ? ": " : "", fix);
 			w = attach_warning(t, "refused", pid, fd, r->addr);
 			asked(w, n->opt, n->want, 0, 0);
 			snprintf(buf, sizeof buf, "setsockopt %s: %s", o->label, strerror(n->err));
@@ -218,15 +218,13 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			rec_arr(w, K_FIX); /* (what would cure it is not a command: the note says) */
 			if (*fix)
 				rec_str(w, K_NOTE, fix);
+			attach_warning_end(t, w, "refused", 1);
 			t->refused++;
 			break;
 		case N_CLAMPED: /* the copy was set by this process: its capabilities decide */
 			st_fix_limit(n->opt, n->want, st_cap_effective(ST_CAP_NET_ADMIN),
 			             n->opt == ST_V_RCVBUF && st_on(t->p, ST_V_RCVBUF_FORCE), fix, sizeof fix);
 			limit = target_sysctl(pid, o->limit);
-			fprintf(t->err, "socktune: attach %d: fd %d: %s clamped to %lld by the target's "
-			        "%s=%s: %s\n", pid, fd, o->label, n->got, o->limit,
-			        limit_text(limit, lim, sizeof lim), fix);
 			w = attach_warning(t, "clamped", pid, fd, r->addr);
 			asked(w, n->opt, n->want, n->got, 1);
 			rec_str(w, K_LIMIT, o->limit);
@@ -236,14 +234,11 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			if (*buf)
 				rec_str(cmds, 0, attach_in_netns(pid, buf, cmd, sizeof cmd));
 			rec_str(w, K_NOTE, *rest ? rest : NULL);
+			attach_warning_end(t, w, "clamped", 1);
 			break;
 		case N_BACKLOG_CLAMPED:
 			st_fix_somaxconn(n->want, fix, sizeof fix);
 			limit = target_sysctl(pid, "net.core.somaxconn");
-			fprintf(t->err, "socktune: attach %d: fd %d: backlog clamped to %lld by the target's "
-			        "net.core.somaxconn=%s: %s (in its network namespace: nsenter "
-			        "--net=/proc/%d/ns/net)\n", pid, fd, n->got,
-			        limit_text(limit, lim, sizeof lim), fix, pid);
 			w = attach_warning(t, "backlog-clamped", pid, fd, r->addr);
 			{
 				struct rec *g = rec_group(w, K_BACKLOG);
@@ -253,14 +248,14 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			rec_str(w, K_LIMIT, "net.core.somaxconn");
 			rec_known(w, K_LIMIT_VALUE, limit);
 			rec_str(rec_arr(w, K_FIX), 0, attach_in_netns(pid, fix, cmd, sizeof cmd));
-			rec_str(w, K_NOTE, "the kernel caps a listener's backlog at net.core.somaxconn of "
-			        "its network namespace");
+			rec_str(w, K_NOTE, limit < 0 ? "the kernel caps a listener's backlog at "
+			        "net.core.somaxconn of its network namespace (not readable from here)"
+			        : "the kernel caps a listener's backlog at net.core.somaxconn of its network "
+			        "namespace");
+			attach_warning_end(t, w, "backlog-clamped", 1);
 			break;
 		case N_BACKLOG_LOWERED:
 			st_fix_backlog_lowered(n->want, fix, sizeof fix);
-			fprintf(t->err, "socktune: attach %d: fd %d: backlog-lowered: backlog.before=%lld "
-			        "backlog.want=%lld: %s%s\n", pid, fd, n->got, n->want, fix,
-			        st_on(t->p, ST_V_DRY_RUN) ? " (a dry run: not lowered)" : "");
 			w = attach_warning(t, "backlog-lowered", pid, fd, r->addr);
 			{
 				struct rec *g = rec_group(w, K_BACKLOG);
@@ -272,6 +267,7 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			         "more gets less: %s%s", fix,
 			         st_on(t->p, ST_V_DRY_RUN) ? " (a dry run: not lowered)" : "");
 			rec_str(w, K_NOTE, buf);
+			attach_warning_end(t, w, "backlog-lowered", 1);
 			break;
 		}
 	}
@@ -280,13 +276,11 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 		static const char why[] = "quick-ack is re-armed by the process that reads, after each "
 		                          "read: from outside, cap the delayed ACK with --delack-max "
 		                          "(Linux 6.15) or the route's quickack (socktune check --route)";
-		if (!t->said_quickack++)
-			fprintf(t->err, "socktune: attach %d: fd %d: quickack: in-process only: %s\n", pid,
-			        fd, why);
 		struct rec *w = attach_warning(t, "in-process-only", pid, fd, r->addr);
 		rec_bool(w, K_OPTION + ST_V_QUICKACK, 1);
 		rec_arr(w, K_FIX);
 		rec_str(w, K_NOTE, why);
+		attach_warning_end(t, w, "in-process-only", !t->said_quickack++);
 	}
 	static const char *const events[] = {"attach", "attach-connection", "attach-client"};
 	struct rec *line = attach_line(t, pid, fd, events[s->kind], r->addr);

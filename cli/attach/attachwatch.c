@@ -114,12 +114,6 @@ static void say(struct attach_state *t, const struct attach_watched *w,
 	char delack[96], route[96];
 	snprintf(delack, sizeof delack, "socktune attach --delack-max 5ms --connections %s", target);
 	snprintf(route, sizeof route, "socktune check --route %s", peer);
-	fprintf(t->err,
-	        "socktune: attach %d: fd %d: %s: its peers now wait for this server's delayed ACK "
-	        "instead (their own Nagle: %.0f small segments a second each way, this server's ACKs "
-	        "sent alone at its %u ms timer): cap the delay with: %s (Linux 6.15), or the route's "
-	        "quickack: %s\n",
-	        w->pid, w->fd, addr, (double)x->segs_in / x->seconds, x->ato_us / 1000, delack, route);
 	struct rec *r = attach_warning(t, "client-nagle-stall", w->pid, w->fd, addr);
 	struct rec *fix = rec_arr(r, K_FIX);
 	rec_str(fix, 0, delack);
@@ -130,6 +124,7 @@ static void say(struct attach_state *t, const struct attach_watched *w,
 	         "its %u ms timer); --delack-max needs Linux 6.15", (double)x->segs_in / x->seconds,
 	         x->ato_us / 1000);
 	rec_str(r, K_NOTE, note);
+	attach_warning_end(t, r, "client-nagle-stall", 1);
 }
 
 void attach_watch_check(struct attach_state *t)
