@@ -35,7 +35,8 @@ cg_remove() {
 }
 trap 'cg_remove; rm -rf "$TMP"' EXIT
 
-LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(60)'
+# (they outlive the test, which ends them: a slow run took over a minute to reach the last case)
+LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(600)'
 # inside: moves itself into $CG/worker before it execs the listener
 if ! start_server in -- sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$CG/worker" \
 	$PY -c "$LISTENER"; then
