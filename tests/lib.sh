@@ -17,7 +17,15 @@ TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
 NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
 # Everything a test starts in the background is killed on exit, then its namespaces and
 # files go.
-trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
+trap 'kill_jobs; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
+# kill_jobs: every process this shell started in the background and has not waited for gets
+# SIGTERM.  (Not $(jobs -p): dash runs a command substitution in a subshell, which has no
+# jobs: the list was always empty, and each run of the suite left an http.server and a watch
+# running.)
+kill_jobs() {
+	jobs -p >"$TMP/.jobs" 2>/dev/null || return 0
+	for _kj in $(cat "$TMP/.jobs"); do kill "$_kj" 2>/dev/null; done
+}
 
 # pass NAME, fail NAME WHY, skip NAME WHY: one result line.
 pass() { echo "PASS $1"; }
@@ -374,7 +382,7 @@ cg_test_dir() {
 	fi
 }
 cg_cleanup() {
-	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	kill_jobs
 	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
 	for id in $("$BIN/bpfq" attached "$CG" 2>/dev/null | cut -d' ' -f1); do "$BIN/bpfq" detach "$CG" "$id"; done
 	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"

@@ -31,7 +31,7 @@ UNIT=st-watch-$$.service CGD=""
 if [ -n "$CG" ] && mkdir "$CG/$UNIT" 2>/dev/null; then
 	CGD=$CG/$UNIT
 	# the EXIT trap of lib.sh, then the cgroup (empty once the servers are gone)
-	trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; sleep 0.3; rmdir "$CGD" 2>/dev/null; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
+	trap 'kill_jobs; sleep 0.3; rmdir "$CGD" 2>/dev/null; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 fi
 # serve NAME: http.server on $P (backlog 5), in $CGD when there is one
 serve() {

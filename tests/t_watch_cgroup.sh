@@ -26,7 +26,8 @@ POD=$CG/kubepods/burstable/pod$UID_/$ID64
 # every process of the test's cgroups ended, then the cgroups removed, deepest first (a
 # cgroup goes only once its processes have: bounded waits)
 cg_remove() {
-	for p in $(jobs -p) $(cat "$POD/cgroup.procs" "$CG/worker/cgroup.procs" 2>/dev/null); do
+	kill_jobs
+	for p in $(cat "$POD/cgroup.procs" "$CG/worker/cgroup.procs" 2>/dev/null); do
 		kill "$p" 2>/dev/null
 	done
 	for d in "$POD" "${POD%/*}" "${POD%/*/*}" "${POD%/*/*/*}" "$CG/worker" "$CG"; do
@@ -63,13 +64,20 @@ watched() {
 		_m=$(free_port)
 		"$CLI" watch --listen "127.0.0.1:$_m" --interval 0.05 "$@" >"$TMP/$_n.out" 2>"$TMP/$_n.err" &
 		_w=$!
-		busywait 10000 sh -c "curl -sf -m 2 'http://127.0.0.1:$_m/metrics' | grep -q '^socktune_listener_up{.*port=\"$IN\"} 1\$' || ! kill -0 $_w 2>/dev/null"
+		# (10 s of wall time: a watch that does not answer costs each try its curl's 2 s)
+		_end=$(($(date +%s) + 10))
+		while [ "$(date +%s)" -lt $_end ] && kill -0 $_w 2>/dev/null; do
+			curl -sf -m 2 "http://127.0.0.1:$_m/metrics" | grep -q "^socktune_listener_up{.*port=\"$IN\"} 1\$" && break
+			sleep 0.05
+		done
 		kill -0 $_w 2>/dev/null && break
 		wait $_w 2>/dev/null
 	done
 	sleep 0.3
 	curl -sf -m 2 "http://127.0.0.1:$_m/metrics" >"$TMP/$_n.txt"
 	kill "$_w"
+	# (bounded: a watch stuck in a system call does not end on SIGTERM)
+	busywait 3000 sh -c "! kill -0 $_w 2>/dev/null" || kill -9 "$_w" 2>/dev/null
 	wait "$_w" 2>/dev/null
 }
 # series FILE PORT: the value of the listener's backlog series on PORT ("" when none)
@@ -98,14 +106,26 @@ watched with_port "$CG" ":$OUT"
 check watch_cgroup.with_port "backlogs :$IN '$(series "$TMP/with_port.txt" "$IN")', :$OUT '$(series "$TMP/with_port.txt" "$OUT")' (want 5 5): $(cat "$TMP/with_port.err")" \
 	"$(series "$TMP/with_port.txt" "$IN")" = 5 -a "$(series "$TMP/with_port.txt" "$OUT")" = 5
 
-# a listener in the pod's cgroup, in a mount namespace whose /etc/hostname holds the pod's
-# name (as the kubelet gives each container): the series say the pod's uid, its name and
-# the container's id
+# a listener in the pod's cgroup, in a mount and UTS namespace whose /etc/hostname holds the
+# pod's name (as the kubelet gives each container): the series say the pod's uid, its name
+# and the container's id.  Two more in the pod whose /etc is the container's own (a tmpfs):
+# one's hostname a FIFO (no writer: an open that waited would stop the watch), the other's an
+# absolute symlink to /etc/machine-id (resolved in the container's root, where there is none;
+# never the host's machine id): neither has a pod_name, and the watch still answers.
+# hostile NAME KIND: a listener in $POD whose /etc/hostname is KIND (fifo, link)
+hostile() {
+	start_server "$1" -- unshare -m -u sh -c 'mount -t tmpfs none /etc || exit 1
+		if [ "$1" = fifo ]; then mkfifo /etc/hostname; else ln -s /etc/machine-id /etc/hostname; fi || exit 1
+		echo $$ >"$2/cgroup.procs" || exit 1; shift 2; exec "$@"' sh "$2" "$POD" \
+		$PY -S -c "$LISTENER"
+}
 if command -v unshare >/dev/null && mkdir -p "$POD" && echo test-pod-7 >"$TMP/hostname" &&
-	start_server pod -- unshare -m sh -c 'mount --bind "$1" /etc/hostname || exit 1
+	start_server pod -- unshare -m -u sh -c 'mount --bind "$1" /etc/hostname || exit 1
 		echo $$ >"$2/cgroup.procs" || exit 1; shift 2; exec "$@"' sh "$TMP/hostname" "$POD" \
 		$PY -c "$LISTENER"; then
 	PODPORT=$SRV_PORT
+	hostile fifo fifo && FIFOPORT=$SRV_PORT
+	hostile link link && LINKPORT=$SRV_PORT
 	IN_SAVED=$IN IN=$PODPORT
 	watched pod "$CG"
 	IN=$IN_SAVED
@@ -115,6 +135,12 @@ if command -v unshare >/dev/null && mkdir -p "$POD" && echo test-pod-7 >"$TMP/ho
 		-n "$(echo "$lbl" | grep "container=\"$ID64\"")"
 	check watch_cgroup.pod_hostname_private "this host's /etc/hostname: $(cat /etc/hostname)" \
 		"$(cat /etc/hostname)" != test-pod-7
+	for k in fifo link; do
+		eval "kp=\${$(echo "$k" | tr a-z A-Z)PORT:-}"
+		lbl=$(grep "^socktune_listener_backlog{.*port=\"$kp\"" "$TMP/pod.txt")
+		check watch_cgroup.pod_hostname_$k "series of :$kp: '$lbl' (want pod=$UID_ pod_name=\"\"): $(cat "$TMP/$k.err" 2>/dev/null)" \
+			-n "$kp" -a -n "$(echo "$lbl" | grep "pod=\"$UID_\",pod_name=\"\"")"
+	done
 else
 	skip watch_cgroup.pod_labels "cannot start a listener in a mount namespace of its own in $POD: $(cat "$TMP/pod.err" 2>/dev/null)"
 fi

@@ -233,7 +233,14 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			struct rec *cmds = rec_arr(w, K_FIX);
 			if (*buf)
 				rec_str(cmds, 0, attach_in_netns(pid, buf, cmd, sizeof cmd));
-			rec_str(w, K_NOTE, *rest ? rest : NULL);
+			if (limit < 0) { /* (null, so left out of the line: said in the note) */
+				char note[sizeof buf + 80];
+				snprintf(note, sizeof note, "%s%sthe limit is not readable from here (the "
+				         "target's network namespace)", rest, *rest ? "; " : "");
+				rec_str(w, K_NOTE, note);
+			} else {
+				rec_str(w, K_NOTE, *rest ? rest : NULL);
+			}
 			attach_warning_end(t, w, "clamped", 1);
 			break;
 		case N_BACKLOG_CLAMPED:

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -249,7 +250,7 @@ static void identify(struct watch *w, double now, double *next)
 			int p = service_pid(&hs, l->inodes[i]);
 			const struct holder *h = holders_find(&hs, l->inodes[i]);
 			for (; h && h < hs.h + hs.n && h->ino == l->inodes[i]; h++)
-				held |= is_target(w, h->pid);
+				held = held || is_target(w, h->pid); /* (the first holder found decides) */
 			if (pid < 0)
 				pid = p;
 		}
@@ -298,7 +299,9 @@ static int cgroup_target(struct watch *w, const char *t)
 	snprintf(full, sizeof full, "%s%s", mount, rel);
 	/* the path as /proc/PID/cgroup writes it: no "..", ".", "//" or symlink left, else it
 	 * would match no process and the watch would show nothing, unsaid */
-	if (!realpath(full, canon) || !cg_is_v2(canon) || strncmp(canon, mount, ml) != 0 ||
+	struct stat st;
+	if (!realpath(full, canon) || stat(canon, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    !cg_is_v2(canon) || strncmp(canon, mount, ml) != 0 ||
 	    (canon[ml] != '/' && canon[ml] != '\0') || strlen(canon + ml) >= sizeof w->cgroups[0]) {
 		fprintf(stderr, "socktune: watch %s: not a cgroup v2 directory (%s is not one under "
 		        "the mount %s)\n", t, full, mount);

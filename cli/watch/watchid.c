@@ -4,8 +4,13 @@
  * podman's libpod-) and the Kubernetes pod (kubepods…pod<uid>, its dashes written as
  * underscores in a systemd slice name).  A pid changes at every restart; these do not. */
 #include <ctype.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "diag.h"
 #include "watch.h"
@@ -80,17 +85,53 @@ void watch_ident_from_cgroup(const char *path, struct watch_ident *id)
 	}
 }
 
+/* Whether pid's namespace of kind ns ("uts") is this process's */
+static int same_ns(int pid, const char *ns)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, ns);
+	if (stat(path, &theirs) != 0)
+		return 1; /* (unknown: as if the same, so nothing of the host is taken for the pod's) */
+	snprintf(path, sizeof path, "/proc/self/ns/%s", ns);
+	return stat(path, &mine) == 0 && mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+/* etc/hostname inside pid's root, never outside it: the container owns every component, so
+ * an absolute symlink there must resolve in its root, not in ours (openat2 RESOLVE_IN_ROOT,
+ * Linux 5.6), and a FIFO or a device must neither block the watch nor be read (O_NONBLOCK,
+ * a regular file only).  The first line of it, or "". */
+static void hostname_in_root(int pid, char *line, size_t n)
+{
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0, 0x10 | 0x02};
+	/* RESOLVE_IN_ROOT 0x10, RESOLVE_NO_MAGICLINKS 0x02 (linux/openat2.h, absent from musl) */
+	char path[64];
+	struct stat st;
+	line[0] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/root", pid);
+	int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return;
+	int fd = (int)syscall(437 /* __NR_openat2 */, root, "etc/hostname", &how, sizeof how);
+	close(root);
+	if (fd < 0)
+		return;
+	ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, line, n - 1) : -1;
+	close(fd);
+	line[got > 0 ? got : 0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+}
+
 /* The pod's name: the first line of the /etc/hostname its container sees, when it is a
- * DNS label (RFC 1123: what a pod name is made of); "" otherwise */
+ * DNS label (RFC 1123: what a pod name is made of); "" otherwise, and "" for a process in the
+ * host's UTS namespace (a hostNetwork pod: its hostname is the node's) */
 static void pod_name_of(int pid, char *out, size_t n)
 {
-	char path[64], line[256] = "";
-	snprintf(path, sizeof path, "/proc/%d/root/etc/hostname", pid);
-	FILE *f = fopen(path, "re");
-	if (f && fgets(line, sizeof line, f))
-		line[strcspn(line, "\n")] = '\0';
-	if (f)
-		fclose(f);
+	char line[256] = "";
+	if (!same_ns(pid, "uts"))
+		hostname_in_root(pid, line, sizeof line);
 	size_t len = strlen(line);
 	int ok = n > 0 && len > 0 && len < n && isalnum((unsigned char)line[0]);
 	for (size_t k = 0; ok && k < len; k++)
