@@ -188,30 +188,25 @@ deb:
 	@echo "make deb: $$(ls $(DEBDIR)/*.deb)"
 
 # ---- hardening (docs/hardening.md): each its own build directory ----
-# make asan / ubsan: the whole suite with the library and the test helpers built with the
-# sanitizer; reports go to files under $(BUILD)/sanitizer, and any report fails the target.
-# make tsan: the threaded and forking tests.  make valgrind: the suite with the C servers under
-# memcheck.  make fuzz: libFuzzer targets for every parser (clang), FUZZ_SECONDS in total.
+# make sanitize: the whole suite once, with the library, the command and the test helpers
+# built with AddressSanitizer and UndefinedBehaviorSanitizer together; reports go to files
+# under build-san/sanitizer, and any report fails the target.  make tsan: the threaded and
+# forking tests.  make valgrind: the suite with the C servers under memcheck.  make fuzz:
+# libFuzzer targets for every parser (clang), FUZZ_SECONDS in total.
 SAN_CC      ?= gcc
 FUZZ_CC     ?= clang
 FUZZ_SECONDS ?= 60
 SAN_FLAGS   := -O1 -g -fno-omit-frame-pointer
 SAN_CHECK    = sh tests/sanitizer-check.sh
 
-asan:
-	rm -rf build-asan/sanitizer && mkdir -p build-asan/sanitizer
-	$(MAKE) --no-print-directory BUILD=build-asan CC=$(SAN_CC) \
-		CFLAGS="$(SAN_FLAGS) -fsanitize=address" test-bins
-	ST_SANITIZER=address ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
-	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:log_path=$(CURDIR)/build-asan/sanitizer/asan \
-		BUILD=build-asan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-asan/sanitizer && exit $$r
-
-ubsan:
-	rm -rf build-ubsan/sanitizer && mkdir -p build-ubsan/sanitizer
-	$(MAKE) --no-print-directory BUILD=build-ubsan CC=$(SAN_CC) \
-		CFLAGS="$(SAN_FLAGS) -fsanitize=undefined" test-bins
-	ST_SANITIZER=undefined UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-ubsan/sanitizer/ubsan \
-		BUILD=build-ubsan sh tests/run.sh; r=$$?; $(SAN_CHECK) build-ubsan/sanitizer && exit $$r
+sanitize:
+	rm -rf build-san/sanitizer && mkdir -p build-san/sanitizer
+	$(MAKE) --no-print-directory BUILD=build-san CC=$(SAN_CC) \
+		CFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined" test-bins
+	ST_SANITIZER=address,undefined ST_SANITIZER_PRELOAD=$$($(SAN_CC) -print-file-name=libasan.so) \
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:log_path=$(CURDIR)/build-san/sanitizer/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/build-san/sanitizer/ubsan \
+		BUILD=build-san sh tests/run.sh; r=$$?; $(SAN_CHECK) build-san/sanitizer && exit $$r
 
 TSAN_TESTS ?= t_stress t_process t_log_hostile t_stats_hostile t_fdreuse t_handoff t_relisten t_dupfd t_listener_swap t_listener_closes
 tsan:
@@ -254,4 +249,4 @@ fuzz-bins: $(FUZZ_BIN)
 fuzz: fuzz-bins
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
-.PHONY: asan ubsan tsan valgrind fuzz fuzz-bins
+.PHONY: sanitize tsan valgrind fuzz fuzz-bins
