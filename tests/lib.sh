@@ -7,7 +7,7 @@ case "$BUILD" in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 LIB_SO=$B/libsocktune.so # the file itself
 CLI=$B/socktune          # the command
 LIB=$LIB_SO              # what tests put in LD_PRELOAD
-# Sanitizer builds (make asan, make tsan): the sanitizer runtime must be the first object
+# Sanitizer builds (make sanitize, make tsan): the sanitizer runtime must be the first object
 # in LD_PRELOAD, ahead of the library built with it (docs/hardening.md).
 [ -n "${ST_SANITIZER_PRELOAD:-}" ] && LIB=$ST_SANITIZER_PRELOAD:$LIB_SO
 # make valgrind points ST_BIN at wrappers that run the helpers under memcheck.
@@ -15,9 +15,18 @@ BIN=${ST_BIN:-$B/tests/bin}
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
 NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
-# Everything a test starts in the background is killed on exit, then its namespaces and
-# files go.
-trap 'kill_jobs; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
+# Everything a test starts in the background is killed on exit, then its namespaces, its
+# ports and its files go.  A test with more to undo names it in AT_EXIT (a command run
+# first: cg_cleanup, say), so that all of this still happens.
+AT_EXIT=""
+trap 'lib_exit' EXIT
+lib_exit() {
+	[ -n "$AT_EXIT" ] && eval "$AT_EXIT"
+	kill_jobs
+	cleanup_ns $NS_LIST
+	release_ports
+	rm -rf "$TMP"
+}
 # kill_jobs: every process this shell started in the background and has not waited for gets
 # SIGTERM.  (Not $(jobs -p): dash runs a command substitution in a subshell, which has no
 # jobs: the list was always empty, and each run of the suite left an http.server and a watch
@@ -39,20 +48,45 @@ check() {
 	if [ "$@" ]; then pass "$name"; else fail "$name" "$what"; fi
 }
 
-# free_port: a TCP port free on both 127.0.0.1 and ::1 (the kernel picks it on 127.0.0.1; one
-# that is taken on ::1, by a listener or a connection's local end, is passed over: a test that
-# serves one port over both families failed in CI on a port free for IPv4 only).
+# free_port: a TCP port free on both 127.0.0.1 and ::1, for this test alone until it ends.
+# Test files run side by side (tests/run.sh), so a port that is merely free now may be taken
+# before the server binds it: the port comes from below net.ipv4.ip_local_port_range, where
+# the kernel never puts a bind(port 0) or a connect(), and it is reserved, as a directory
+# $PORTS/PORT made with mkdir (atomic) naming this shell's pid, which no other free_port
+# takes while that pid lives.  lib_exit removes this test's reservations; tests/run.sh
+# removes those of a test that did not get to (SIGKILL).  Never a port another test could
+# get the same way, nor one the kernel hands out.
+PORTS=${ST_PORTS_DIR:-/tmp/socktune-test-ports}
 free_port() {
-	$PY -c 'import socket
-for _ in range(50):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+	mkdir -p "$PORTS" 2>/dev/null
+	_fp_n=0
+	while [ $_fp_n -lt 20 ]; do
+		_fp_n=$((_fp_n + 1))
+		_fp=$($PY -c 'import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(max(1024, lo // 2), lo)
     try:
-        t = socket.socket(socket.AF_INET6); t.bind(("::1", port)); t.close()
-    except OSError as e:
-        if e.errno != 98: break
-        s.close(); continue
-    break
-print(port)'
+        s = socket.socket(); s.bind(("127.0.0.1", port))
+        t = socket.socket(socket.AF_INET6); t.bind(("::1", port))
+    except OSError:
+        continue
+    print(port); break') || return 1
+		[ -n "$_fp" ] || return 1
+		if mkdir "$PORTS/$_fp" 2>/dev/null; then
+			echo $$ >"$PORTS/$_fp/pid"
+			echo "$_fp" >>"$TMP/.ports"
+			echo "$_fp"
+			return 0
+		fi
+	done
+	return 1
+}
+# release_ports: this test's reservations removed (lib_exit does it).
+release_ports() {
+	[ -f "$TMP/.ports" ] || return 0
+	for _rp in $(cat "$TMP/.ports"); do rm -rf "${PORTS:?}/$_rp"; done
+	rm -f "$TMP/.ports"
 }
 
 # ---- waits: every one bounded, its timeout an argument ----
@@ -365,7 +399,7 @@ s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); time.s
 
 # cg_test_dir NAME: skips NAME (and exits) unless this machine can run socktune --cgroup and
 # a cgroup of the test's own can be made; then $CG is that cgroup (under the v2 mount, named
-# for NAME and this shell's pid), and cg_cleanup, for the test's EXIT trap, ends its
+# for NAME and this shell's pid), and cg_cleanup, run at exit (AT_EXIT), ends its
 # processes, detaches every program from it (ours and the test's own) and removes it.
 cg_test_dir() {
 	"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
@@ -380,6 +414,7 @@ cg_test_dir() {
 		skip "$1" "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err")"
 		exit 0
 	fi
+	AT_EXIT=cg_cleanup
 }
 cg_cleanup() {
 	kill_jobs

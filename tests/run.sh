@@ -30,6 +30,14 @@ trap 'stop_all; rm -rf "$R"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Port reservations (free_port, tests/lib.sh) that a test ended without removing (SIGKILL):
+# those whose test is gone.
+for d in "${ST_PORTS_DIR:-/tmp/socktune-test-ports}"/*; do
+	[ -d "$d" ] || continue
+	p=$(cat "$d/pid" 2>/dev/null)
+	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then rm -rf "$d"; fi
+done
+
 # ---- the list: $R/list holds "index name kind path" in file order ----
 n=0
 for t in "$BUILD"/tests/unit/*; do
@@ -52,7 +60,11 @@ total=$(wc -l <"$R/list")
 
 # The order they start in: the side-by-side ones longest first (their last time, 0 when
 # unknown, ties in file order), then the alone ones in file order.
-[ -r "$TIMES" ] || TIMES_IN=/dev/null
+# (a first run of another build, make sanitize's, goes by the plain build's times)
+if [ ! -r "$TIMES" ]; then
+	TIMES_IN=/dev/null
+	[ -r "$ROOT/build/tests/times" ] && TIMES_IN=$ROOT/build/tests/times
+fi
 awk 'FILENAME != ARGV[2] { t[$1] = $2; next } $3 != "alone" { print (($2 in t) ? t[$2] : 0), $1 }' \
 	"${TIMES_IN:-$TIMES}" "$R/list" | sort -k1,1nr -k2,2n | awk '{ print $2 }' >"$R/order"
 awk '$3 == "alone" { print $1 }' "$R/list" >"$R/alone"

@@ -16,7 +16,6 @@
 BPFQ=$BIN/bpfq
 
 cg_test_dir cgroup_attach
-trap 'cg_cleanup; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
 
 # hold NAME PORT HOST [SRC]: a connection from SRC (bound before connect) held open; its
 # local port in $TMP/NAME.port once connected

@@ -7,7 +7,6 @@
 
 BPFQ=$BIN/bpfq
 cg_test_dir doctor_cgroup
-trap 'cg_cleanup; rm -rf "$TMP"' EXIT
 
 other=$("$BPFQ" attach "$CG" 2>"$TMP/other.err")
 start_server -t 10 srv -- sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -4 -m hold -n 4 -t 60' \

@@ -31,17 +31,13 @@ s = socket.socket(socket.$af); s.bind(('$host', 0)); s.listen(1); print('PORT', 
 	else
 		skip zero_v$fam.marked "port $port outside $lo-$hi"
 	fi
-	# a port of its own below the range: not marked (up to 20 tries for a free one)
+	# a port of its own below the range (free_port's are): not marked
+	port=$(free_port)
+	check fixed_v$fam.below "free_port gave $port, the range is $lo-$hi" "${port:-0}" -gt 0 -a "${port:-0}" -lt "$lo"
 	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 $PY -c "
-import random, socket
-for _ in range(20):
-    p = random.randrange(20000, min($lo, 30000))
-    s = socket.socket(socket.$af)
-    try:
-        s.bind(('$host', p))
-    except OSError:
-        s.close(); continue
-    s.listen(1); print('PORT', p); break" >"$TMP/fixed$fam.out" 2>"$TMP/fixed$fam.err"
+import socket
+s = socket.socket(socket.$af); s.bind(('$host', $port)); s.listen(1); print('PORT', $port)" \
+		>"$TMP/fixed$fam.out" 2>"$TMP/fixed$fam.err"
 	port=$(port_of "$TMP/fixed$fam.out")
 	line=$(grep 'event=listen ' "$TMP/fixed$fam.err")
 	check fixed_v$fam.unmarked "listen line: $line (port $port)" -n "$port" -a \

@@ -30,8 +30,8 @@ CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 UNIT=st-watch-$$.service CGD=""
 if [ -n "$CG" ] && mkdir "$CG/$UNIT" 2>/dev/null; then
 	CGD=$CG/$UNIT
-	# the EXIT trap of lib.sh, then the cgroup (empty once the servers are gone)
-	trap 'kill_jobs; sleep 0.3; rmdir "$CGD" 2>/dev/null; cleanup_ns $NS_LIST; rm -rf "$TMP"' EXIT
+	# at exit, the servers ended first, then the cgroup (it goes once they have: a bounded wait)
+	AT_EXIT='kill_jobs; busywait 3000 sh -c "rmdir $CGD 2>/dev/null || [ ! -e $CGD ]"'
 fi
 # serve NAME: http.server on $P (backlog 5), in $CGD when there is one
 serve() {

@@ -34,7 +34,7 @@ cg_remove() {
 		busywait 3000 sh -c "rmdir '$d' 2>/dev/null || [ ! -e '$d' ]"
 	done
 }
-trap 'cg_remove; rm -rf "$TMP"' EXIT
+AT_EXIT=cg_remove
 
 # (they outlive the test, which ends them: a slow run took over a minute to reach the last case)
 LISTENER='import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(600)'
