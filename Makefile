@@ -123,9 +123,20 @@ $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -fsanitize=%,$(ST_CFLAGS)) -Itests/helpers -static -o $@ $< -lpthread
 
+# A Go net/http server (Go makes its own system calls: no preload reaches it), for t_attach
+# and t_cgroup, built once here where Go is installed (.ci/run installs golang-go; the tests
+# skip without it): a cold build of net/http is a minute of CPU, which two tests each paid.
+GO ?= go
+$(BUILD)/tests/bin/gohttp: tests/go/httpserver.go
+	@mkdir -p $(@D)
+	@if command -v $(GO) >/dev/null 2>&1; then \
+		echo "$(GO) build -o $@ $<"; HOME=$${HOME:-$(CURDIR)/$(BUILD)} GO111MODULE=off GOFLAGS= \
+			$(GO) build -o $@ $<; \
+	else echo "($@ not built: no $(GO) here)"; fi
+
 # t_nodelay_stall runs the benchmark's publish/acknowledge pair.
 test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN)) \
-           $(BUILD)/tests/bin/tserver-static \
+           $(BUILD)/tests/bin/tserver-static $(BUILD)/tests/bin/gohttp \
            $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
 
 test: test-bins

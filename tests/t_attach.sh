@@ -190,13 +190,12 @@ else
 	skip attach_static "no static tserver here"
 fi
 
-# a Go net/http server (Go makes its own system calls: no preload reaches it), built here when
-# go is installed (.ci/run installs Debian's golang-go): the listener's SO_RCVBUF and
-# TCP_DELACK_MAX_US, set by attach, reach the connections it accepts afterwards
+# a Go net/http server (Go makes its own system calls: no preload reaches it), built by make
+# test-bins when go is installed (.ci/run installs Debian's golang-go): the listener's
+# SO_RCVBUF and TCP_DELACK_MAX_US, set by attach, reach the connections it accepts afterwards
 if command -v go >/dev/null; then
-	if HOME=$TMP GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GO111MODULE=off GOFLAGS= \
-		go build -o "$TMP/gohttp" "$ROOT/tests/go/httpserver.go" >"$TMP/gobuild.err" 2>&1; then
-		start_server gohttp -- "$TMP/gohttp"
+	if [ -x "$BIN/gohttp" ]; then
+		start_server gohttp -- "$BIN/gohttp"
 		"$CLI" attach --rcvbuf 256K --delack-max 5ms "$SRV_PID" >"$TMP/go.attach" 2>&1
 		body=$(curl -s --max-time 5 "http://127.0.0.1:$SRV_PORT/")
 		kill "$SRV_PID" 2>/dev/null
@@ -206,7 +205,7 @@ if command -v go >/dev/null; then
 		check attach_go "accepted connection: $body; attach: $(cat "$TMP/go.attach")" \
 			"$(field "$body" rcvbuf)" = 524288 -a "$(field "$body" delack_max_us)" = "${kept:-0}"
 	else
-		fail attach_go "go build failed: $(head -c 400 "$TMP/gobuild.err")"
+		fail attach_go "go is installed, but make test-bins did not build $BIN/gohttp"
 	fi
 else
 	skip attach_go "go not installed"

@@ -3,7 +3,7 @@
 # (one passing, one with a FAIL line, one that dies without one), lists "t_broken/wrong-sum"
 # and "t_dies (exited with status 3)" under "failed:", after every test's own output and
 # before the count line, which stays last; its status is not 0.  A run of the passing test
-# alone (TESTS=t_fine) has no such block and status 0.
+# on its own (TESTS=t_fine) has no such block and status 0.
 . "$(dirname "$0")/lib.sh"
 
 S=$TMP/suite
@@ -41,3 +41,87 @@ check one-test-no-failed-block "TESTS=t_fine printed a failed: block" \
 	-z "$(grep '^failed:' "$TMP/one.out")"
 check one-test-only "TESTS=t_fine ran: $(grep '^== ' "$TMP/one.out" | tr '\n' ' ')" \
 	"$(grep -c '^== ' "$TMP/one.out")" -eq 1
+
+# Side by side: files of a suite of their own, each appending "start NAME" and "end NAME" to
+# one log.  t_a finishes last (it waits, bounded, for t_b's start: the two overlap), yet its
+# output comes first, whole; t_c says "# alone:" in its header and starts only once every
+# other file has ended; with JOBS=1 no two files overlap at all.
+P=$TMP/par
+mkdir -p "$P/tests"
+cp "$ROOT/tests/run.sh" "$ROOT/tests/lib.sh" "$P/tests/"
+cat >"$P/tests/t_a.sh" <<'T'
+. "$(dirname "$0")/lib.sh"
+echo "start a" >>"$ST_SUITE_LOG"
+pass a1
+busywait 5000 grep -q '^start b' "$ST_SUITE_LOG"
+sleep 0.3
+pass a2
+echo "end a" >>"$ST_SUITE_LOG"
+T
+cat >"$P/tests/t_b.sh" <<'T'
+. "$(dirname "$0")/lib.sh"
+echo "start b" >>"$ST_SUITE_LOG"
+pass b1
+echo "end b" >>"$ST_SUITE_LOG"
+T
+cat >"$P/tests/t_c.sh" <<'T'
+#!/bin/sh
+# alone: a measurement that wants the machine to itself
+. "$(dirname "$0")/lib.sh"
+echo "start c" >>"$ST_SUITE_LOG"
+pass c1
+echo "end c" >>"$ST_SUITE_LOG"
+T
+cat >"$P/tests/t_d.sh" <<'T'
+. "$(dirname "$0")/lib.sh"
+echo "start d" >>"$ST_SUITE_LOG"
+pass d1
+echo "end d" >>"$ST_SUITE_LOG"
+T
+: >"$TMP/par.log"
+env -u ROOT TESTS='' JOBS=3 ST_SUITE_LOG="$TMP/par.log" BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/par.out" 2>&1
+rc=$?
+check side-by-side.status "status $rc: $(tail -n 1 "$TMP/par.out")" "$rc" -eq 0 -a "$(tail -n 1 "$TMP/par.out")" = "5 passed, 0 failed"
+# the sections in file order, each whole
+sections=$(grep -v '^$' "$TMP/par.out" | sed -n '1,/^slowest/p' | grep -v '^slowest' | tr '\n' '|')
+check side-by-side.file-order "output: $sections" \
+	"$sections" = "== t_a|PASS a1|PASS a2|== t_b|PASS b1|== t_c|PASS c1|== t_d|PASS d1|"
+log=$(tr '\n' '|' <"$TMP/par.log")
+# t_b started while t_a ran; t_c started after every other file ended, and ran by itself
+b_in_a=$(awk '/^start a/ { a = 1 } /^end a/ { a = 0 } /^start b/ { print a + 0 }' "$TMP/par.log")
+check side-by-side.overlap "log: $log" "$b_in_a" = 1
+c_alone=$(awk '/^start c/ { c = NR } /^end/ { last = NR } /^start/ && !/^start c/ { s = NR }
+	END { print (c > 0 && s < c && last == NR && $0 ~ /^end c/) ? 1 : 0 }' "$TMP/par.log")
+check side-by-side.alone-last "log: $log" "$c_alone" = 1
+check side-by-side.slowest "no list of the slowest files: $(tail -n 12 "$TMP/par.out" | tr '\n' '|')" \
+	"$(sed -n '/^slowest files/,/^$/p' "$TMP/par.out" | grep -c '^  t_[abcd] ')" -eq 4
+check side-by-side.times-kept "no $P/build/tests/times" "$(wc -l <"$P/build/tests/times" 2>/dev/null)" = 4
+
+# JOBS=1: one file at a time (every start follows the end of the one before)
+: >"$TMP/one.log"
+env -u ROOT TESTS='t_b t_c t_d' JOBS=1 ST_SUITE_LOG="$TMP/one.log" BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/one1.out" 2>&1
+serial=$(awk '/^start/ { if (open) bad = 1; open = 1 } /^end/ { open = 0 } END { print bad ? 0 : 1 }' "$TMP/one.log")
+check jobs1.one-at-a-time "log: $(tr '\n' '|' <"$TMP/one.log")" "$serial" = 1 -a "$(grep -c '^start' "$TMP/one.log")" = 3
+
+# A file still running after ST_TEST_TIMEOUT seconds is ended, with what it started, and
+# counted as one failure
+cat >"$P/tests/t_hang.sh" <<'T'
+. "$(dirname "$0")/lib.sh"
+pass before-hang
+sh -c 'echo $$ >"$ST_SUITE_LOG.child"; exec sleep 60' &
+sleep 60
+T
+env -u ROOT TESTS='t_hang' ST_TEST_TIMEOUT=2 ST_SUITE_LOG="$TMP/hang.log" BUILD="$P/build" \
+	sh "$P/tests/run.sh" >"$TMP/hang.out" 2>&1
+rc=$?
+child=$(cat "$TMP/hang.log.child" 2>/dev/null)
+busywait 5000 gone "${child:-1}"
+check timeout.fails "status $rc: $(tr '\n' '|' <"$TMP/hang.out")" "$rc" -ne 0 -a \
+	"$(tail -n 1 "$TMP/hang.out")" = "1 passed, 1 failed" -a \
+	-n "$(grep '^  t_hang (still running after 2 s)$' "$TMP/hang.out")"
+check timeout.ends-its-children "the file's child ${child:-?} still runs" -n "$child" -a ! -d "/proc/${child:-1}"
+
+# JOBS that is no number is refused
+env -u ROOT TESTS='t_b' JOBS=x BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/badjobs.out" 2>&1
+rc=$?
+check jobs-refused "status $rc: $(cat "$TMP/badjobs.out")" "$rc" = 2 -a -n "$(grep 'JOBS=x' "$TMP/badjobs.out")"
