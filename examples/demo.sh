@@ -92,7 +92,12 @@ measure() {
 	# doctor watches both runs (4 s: the untuned ones take about 3)
 	"$CLI" doctor --seconds 4 --json ":$PORT" >"$TMP/doctor-$label.json" 2>"$TMP/doctor.err" &
 	doc=$!
-	sleep 0.3
+	# (the runs start once doctor says its window has begun: at most 10 s)
+	i=0
+	while [ $i -lt 100 ] && ! grep -q 'doctor: watching' "$TMP/doctor.err" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	ka=$("$KC" http -n $REQS -T 15 -u /page.txt 127.0.0.1 "$PORT")
 	burst=$("$KC" burst -n $CONNS -T 10 127.0.0.1 "$PORT")
 	wait "$doc"

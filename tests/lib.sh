@@ -382,16 +382,18 @@ schema_problems() {
 }
 # held_burst WRAP NAME PID PORT SECONDS: through WRAP (words: "ip netns exec NS"), one
 # connection to PORT held for 8 s (a server serving it accepts no other), then doctor --json
-# on PID for SECONDS (into $TMP/NAME.json) while 300 connects come at once
+# on PID for SECONDS (into $TMP/NAME.json) while 300 connects come at once, once its window
+# has begun (doctor says so on stderr after its first sample)
 held_burst() {
 	_hw=$1 _hn=$2 _hp=$3 _hport=$4 _hs=$5
 	# shellcheck disable=SC2086 # the wrapper's words
 	$_hw $PY -c 'import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); time.sleep(8)' "$_hport" &
-	sleep 0.3
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); print("HELD", flush=True)
+time.sleep(8)' "$_hport" >"$TMP/$_hn.held" &
+	wait_file "$TMP/$_hn.held" '^HELD' 10
 	"$CLI" doctor --seconds "$_hs" --json "$_hp" >"$TMP/$_hn.json" 2>"$TMP/$_hn.derr" &
 	_hd=$!
-	sleep 0.3
+	wait_file "$TMP/$_hn.derr" '^socktune: doctor: watching ' 20
 	# shellcheck disable=SC2086
 	$_hw "$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$_hport" >"$TMP/$_hn.client" 2>&1
 	wait "$_hd"

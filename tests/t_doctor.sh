@@ -39,15 +39,16 @@ stop() {
 }
 
 # doctor NAME [ARGS...]: doctor --json for SECS seconds in the background (from outside the
-# namespace, given the server's pid); its output in $TMP/NAME.json, its status in
-# $TMP/NAME.rc once done.  wait_doctor waits for it.
+# namespace, given the server's pid), returning once its window has begun (it says so on
+# stderr after its first sample); its output in $TMP/NAME.json, its status in $TMP/NAME.rc
+# once done.  wait_doctor waits for it.
 doctor() {
 	_d=$1
 	shift
 	( "$CLI" doctor --seconds $SECS --json "$@" >"$TMP/$_d.json" 2>"$TMP/$_d.derr"
 	  echo $? >"$TMP/$_d.rc" ) &
 	DOC=$!
-	sleep 0.3
+	wait_file "$TMP/$_d.derr" '^socktune: doctor: watching ' 20
 }
 wait_doctor() {
 	wait "$DOC"
@@ -268,7 +269,7 @@ $(cat "$TMP/pub.client")" "$(field "$line" n)" = 30 -a "$(field "$line" over)" -
 	(cd / && exec env BENCH_LIFETIME=20 PATH="$B:$PATH" sh -c "$again") >"$TMP/pub2.out" 2>&1 &
 	$X "$BB/bcli" wait 127.0.0.1 $MQ 2>/dev/null
 	line=$($X timeout 15 "$BB/bcli" pubsub 127.0.0.1 $MQ 30)
-	$X "$CLI" doctor --seconds 0.3 --json ":$MQ" >"$TMP/pub2.json" 2>&1
+	$X "$CLI" doctor --seconds 0.3 --json ":$MQ" >"$TMP/pub2.json" 2>"$TMP/pub2.derr"
 	check doctor_client_nagle_next_start "'$again': $line; listener nodelay \
 $(json_get "$TMP/pub2.json" listeners.0.nodelay) ($(head -c 300 "$TMP/pub2.out"))" \
 		"$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 5 -a \
@@ -429,11 +430,11 @@ fi
 
 # ---- a listener closed during the window: its drops after its last sample are unknown ----
 if server killed $PYSRV $PORT; then
-	# (its listeners are found at its first sample, after a scan of every process: 3 s
-	# leave room for that under load)
+	# (its listeners are found at its first sample, after a scan of every process: closed
+	# once doctor says its window has begun)
 	"$CLI" doctor --seconds 6 --json "$SRV_PID" >"$TMP/killed.json" 2>"$TMP/killed.err" &
 	p=$!
-	sleep 3
+	wait_file "$TMP/killed.err" '^socktune: doctor: watching ' 20
 	stop
 	wait "$p"
 	check doctor_closed_drops_unknown "closed $(json_get "$TMP/killed.json" listeners.0.closed), \
@@ -469,14 +470,14 @@ if server int $PYSRV -d "$TMP/www" $PORT; then
 	rc=$?
 	check doctor_stderr_closed "status $rc, listener port $(json_get "$TMP/noerr.json" listeners.0.port): \
 $(head -c 300 "$TMP/noerr.json")" "$rc" = 0 -a "$(json_get "$TMP/noerr.json" listeners.0.port)" = $PORT
-	# SIGINT or SIGTERM 2 s into the window (past the scans): the report, then the signal's
-	# own status, 130 or 143 (SIGTERM gave 130, SIGINT's number)
+	# SIGINT or SIGTERM in the window (past the scans: once doctor says it has begun): the
+	# report, then the signal's own status, 130 or 143 (SIGTERM gave 130, SIGINT's number)
 	for sig in INT TERM; do
 		want=130
 		[ $sig = TERM ] && want=143
 		"$CLI" doctor --seconds 30 --json "$SRV_PID" >"$TMP/$sig.json" 2>"$TMP/$sig.err" &
 		p=$!
-		sleep 2
+		wait_file "$TMP/$sig.err" '^socktune: doctor: watching ' 20
 		kill -$sig "$p"
 		busywait 5000 gone "$p"
 		wait "$p"

@@ -491,6 +491,10 @@ int doctor_main(struct doctor *d)
 			rec_error_json(stdout, "doctor", why, 3);
 		return 3;
 	}
+	/* the first sample is in: from here on, what happens is seen (said for whoever waits
+	 * on a long window, or starts the traffic to diagnose only then) */
+	fprintf(stderr, "socktune: doctor: watching %d listener%s for %g s\n", d->nl,
+	        d->nl == 1 ? "" : "s", d->seconds);
 	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
 	 * and drains one in tens of milliseconds); the connections every 200 ms */
 	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
