@@ -90,7 +90,12 @@ start() {
 		echo $! >"$R/$1.pid"
 		wait $!
 		rc=$?
-		echo "$rc $(($(now_ms) - t0))" >"$R/$1.rc.tmp" && mv "$R/$1.rc.tmp" "$R/$1.rc"
+		# the CPU its processes took (those waited for: user and system, in ms)
+		# (times written to a file: in a pipe it would run in a child of its own)
+		times >"$R/$1.times"
+		cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+			printf "%d", t * 1000 }' "$R/$1.times")
+		echo "$rc $(($(now_ms) - t0)) ${cpu:-0}" >"$R/$1.rc.tmp" && mv "$R/$1.rc.tmp" "$R/$1.rc"
 		rm -f "$R/$1.pid"
 		echo "$1" >&3
 	) &
@@ -110,7 +115,7 @@ pass=0 fail=0 skip=0 shown=1
 report() {
 	set -- $(sed -n "$1p" "$R/list")
 	name=$2 out=$R/$1.out
-	read -r rc ms <"$R/$1.rc"
+	read -r rc ms cpu <"$R/$1.rc"
 	echo "== $name"
 	cat "$out"
 	p=$(grep -c '^PASS ' "$out")
@@ -136,6 +141,7 @@ report() {
 	# "reason<TAB>test/check" for the summary
 	sed -n "s/^SKIP \([^:]*\): \(.*\)$/\2	$name\/\1/p" "$out" >>"$R/skips"
 	echo "$name $ms" >>"$R/times"
+	echo "$name $ms $cpu" >>"$R/cpu"
 }
 
 # flush: every file done whose earlier files are all shown, in file order.
@@ -168,6 +174,7 @@ run_batch() {
 : >"$R/fails"
 : >"$R/skips"
 : >"$R/times"
+: >"$R/cpu"
 run_batch "$R/order" "$JOBS"
 run_batch "$R/alone" 1
 flush
@@ -182,8 +189,10 @@ fi
 
 echo
 if [ "$(wc -l <"$R/times")" -gt 1 ]; then
-	echo "slowest files (JOBS=$JOBS):"
-	sort -k2,2nr "$R/times" | head -n 10 | awk '{ printf "  %-24s %6.1f s\n", $1, $2 / 1000 }'
+	echo "slowest files (JOBS=$JOBS; wall time, and the CPU its processes took):"
+	sort -k2,2nr "$R/cpu" | head -n 10 |
+		awk '{ printf "  %-24s %6.1f s  cpu %6.1f s\n", $1, $2 / 1000, $3 / 1000 }'
+	awk '{ w += $2; c += $3 } END { printf "  all %d files: %.0f s one after another, cpu %.0f s\n", NR, w / 1000, c / 1000 }' "$R/cpu"
 	echo
 fi
 if [ -s "$R/skips" ]; then

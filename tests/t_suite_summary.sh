@@ -43,8 +43,8 @@ check one-test-only "TESTS=t_fine ran: $(grep '^== ' "$TMP/one.out" | tr '\n' ' 
 	"$(grep -c '^== ' "$TMP/one.out")" -eq 1
 
 # Side by side: files of a suite of their own, each appending "start NAME" and "end NAME" to
-# one log.  t_a finishes last (it waits, bounded, for t_b's start: the two overlap), yet its
-# output comes first, whole; t_c says "# alone:" in its header and starts only once every
+# one log.  t_a and t_b each wait (bounded) for the other's start, so run side by side they
+# overlap; t_a finishes last, yet its output comes first, whole; t_c says "# alone:" in its header and starts only once every
 # other file has ended; with JOBS=1 no two files overlap at all.
 P=$TMP/par
 mkdir -p "$P/tests"
@@ -62,6 +62,7 @@ cat >"$P/tests/t_b.sh" <<'T'
 . "$(dirname "$0")/lib.sh"
 echo "start b" >>"$ST_SUITE_LOG"
 pass b1
+[ -n "${ST_SUITE_PAIR:-}" ] && busywait 5000 grep -q '^start a' "$ST_SUITE_LOG"
 echo "end b" >>"$ST_SUITE_LOG"
 T
 cat >"$P/tests/t_c.sh" <<'T'
@@ -79,7 +80,7 @@ pass d1
 echo "end d" >>"$ST_SUITE_LOG"
 T
 : >"$TMP/par.log"
-env -u ROOT TESTS='' JOBS=3 ST_SUITE_LOG="$TMP/par.log" BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/par.out" 2>&1
+env -u ROOT TESTS='' JOBS=3 ST_SUITE_PAIR=1 ST_SUITE_LOG="$TMP/par.log" BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/par.out" 2>&1
 rc=$?
 check side-by-side.status "status $rc: $(tail -n 1 "$TMP/par.out")" "$rc" -eq 0 -a "$(tail -n 1 "$TMP/par.out")" = "5 passed, 0 failed"
 # the sections in file order, each whole
@@ -87,9 +88,11 @@ sections=$(grep -v '^$' "$TMP/par.out" | sed -n '1,/^slowest/p' | grep -v '^slow
 check side-by-side.file-order "output: $sections" \
 	"$sections" = "== t_a|PASS a1|PASS a2|== t_b|PASS b1|== t_c|PASS c1|== t_d|PASS d1|"
 log=$(tr '\n' '|' <"$TMP/par.log")
-# t_b started while t_a ran; t_c started after every other file ended, and ran by itself
-b_in_a=$(awk '/^start a/ { a = 1 } /^end a/ { a = 0 } /^start b/ { print a + 0 }' "$TMP/par.log")
-check side-by-side.overlap "log: $log" "$b_in_a" = 1
+# t_a and t_b ran at once (each started before the other ended); t_c started after every
+# other file ended, and ran by itself
+at() { grep -n "^$1\$" "$TMP/par.log" | cut -d: -f1 | head -n 1; }
+check side-by-side.overlap "log: $log" "$(at 'start b')" -lt "$(at 'end a')" -a \
+	"$(at 'start a')" -lt "$(at 'end b')"
 c_alone=$(awk '/^start c/ { c = NR } /^end/ { last = NR } /^start/ && !/^start c/ { s = NR }
 	END { print (c > 0 && s < c && last == NR && $0 ~ /^end c/) ? 1 : 0 }' "$TMP/par.log")
 check side-by-side.alone-last "log: $log" "$c_alone" = 1
