@@ -26,10 +26,16 @@ check follow_bad_pid_ends "ended: $ended; stderr: $(cat "$TMP/f1.err")" "$ended"
 	"$(count_lines "$TMP/f1.err" "^socktune: attach $bad: pidfd_open: No such process")" = 1 -a \
 	"$(count_lines "$TMP/f1.err" 'attach 0:')" = 0
 
-start_server good2 -- $PY -c "$LISTENER" 1.5
+# (the target exits once attach has said it tuned it: at most 20 s)
+UNTIL='import os,socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True)
+end = time.monotonic() + 20
+while not os.path.exists(sys.argv[1]) and time.monotonic() < end: time.sleep(0.02)'
+start_server good2 -- $PY -c "$UNTIL" "$TMP/good2.go"
 good=$SRV_PID
 "$CLI" attach --follow --nodelay $bad "$good" </dev/null >"$TMP/f2.out" 2>"$TMP/f2.err" &
 fol=$!
+wait_file "$TMP/f2.out" "pid=$good level=info event=attach " 20
+touch "$TMP/good2.go"
 busywait 8000 gone $fol
 wait $fol
 rc=$?

@@ -98,13 +98,16 @@ wait "$SRV_PID" 2>/dev/null
 # shellcheck disable=SC2046 # one argument per pid: the workers, orphans now
 kill $(sed -n 's/^PIDS //p' "$TMP/workers.out") 2>/dev/null
 
-# ---- a program that daemonizes: exits 0, its daemon opens a listener later, exits 3
+# ---- a program that daemonizes: exits 0, its daemon opens a listener later, exits 3 once
+# its backlog has been read (a file the test makes; at most 20 s)
 cat >"$TMP/daemon.py" <<'EOF'
-import socket, sys, time
+import os, socket, sys, time
 time.sleep(0.5)
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5)
 open(sys.argv[1], "w").write("PORT %d\n" % l.getsockname()[1])
-time.sleep(2)
+end = time.monotonic() + 20
+while not os.path.exists(sys.argv[1] + ".read") and time.monotonic() < end:
+    time.sleep(0.02)
 sys.exit(3)
 EOF
 "$CLI" --attach --backlog 4096 -- sh -c "setsid $PY '$TMP/daemon.py' '$TMP/daemon.port' >/dev/null 2>'$TMP/daemon.py.err' & exit 0" \
@@ -112,8 +115,9 @@ EOF
 wrapper=$!
 busywait 5000 file_has "$TMP/daemon.port" '^PORT'
 dport=$(port_of "$TMP/daemon.port")
-busywait 3000 sh -c "ss -Hltn 'sport = :$dport' | grep -q ' 4096 '"
+busywait 10000 sh -c "ss -Hltn 'sport = :$dport' | grep -q ' 4096 '"
 q=$(sendq "$dport")
+touch "$TMP/daemon.port.read"
 busywait 8000 gone $wrapper
 wait $wrapper
 rc=$?

@@ -89,8 +89,14 @@ ov0=$(ns_val "$TMP/before.txt" socktune_netns_listen_overflows_total)
 kill -STOP "$SRV"
 "$BIN/kaclient" burst -n 300 -T 4 127.0.0.1 "$P" >"$TMP/burst.out" 2>&1 &
 BURST=$!
-sleep 1.5
-scrape stopped
+# (scraped until the full queue, its drops and the namespace's overflows are all there: at
+# most 10 s)
+stopped_seen() {
+	scrape stopped && [ "$(val "$TMP/stopped.txt" socktune_listener_queue_length)" -ge 5 ] 2>/dev/null &&
+		[ "$(val "$TMP/stopped.txt" socktune_listener_drops_total)" -gt 0 ] 2>/dev/null &&
+		[ "$(ns_val "$TMP/stopped.txt" socktune_netns_listen_overflows_total)" -gt "${ov0:-0}" ] 2>/dev/null
+}
+busywait 10000 stopped_seen
 # doctor's rule, over watch's 1 s windows: the overflow is a finding while it holds
 has_finding() {
 	scrape finding && grep -q "^socktune_finding{.*kind=\"accept-queue-overflow\",severity=\"critical\",.*port=\"$P\"} 1$" "$TMP/finding.txt"
