@@ -20,6 +20,10 @@ NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
 # first: cg_cleanup, say), so that all of this still happens.
 AT_EXIT=""
 trap 'lib_exit' EXIT
+# (a signal, as run.sh's time limit or ^C sends, ends the test through the same cleanup)
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 lib_exit() {
 	[ -n "$AT_EXIT" ] && eval "$AT_EXIT"
 	kill_jobs

@@ -14,7 +14,7 @@
 # every process of its group, and counts as one too.
 # TESTS="t_docs test_policy" runs those only (a test runs when its name, without .sh, is a
 # substring of TESTS).  Files start longest first, by the times of the last run kept in
-# $BUILD/tests/times (milliseconds), so the longest does not start last.
+# $BUILD/tests/times (name, wall and CPU milliseconds), so the longest does not start last.
 BUILD=${BUILD:-build}
 export BUILD
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,8 +140,7 @@ report() {
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	# "reason<TAB>test/check" for the summary
 	sed -n "s/^SKIP \([^:]*\): \(.*\)$/\2	$name\/\1/p" "$out" >>"$R/skips"
-	echo "$name $ms" >>"$R/times"
-	echo "$name $ms $cpu" >>"$R/cpu"
+	echo "$name $ms ${cpu:-0}" >>"$R/times"
 }
 
 # flush: every file done whose earlier files are all shown, in file order.
@@ -174,7 +173,6 @@ run_batch() {
 : >"$R/fails"
 : >"$R/skips"
 : >"$R/times"
-: >"$R/cpu"
 run_batch "$R/order" "$JOBS"
 run_batch "$R/alone" 1
 flush
@@ -182,7 +180,7 @@ wait
 
 # the times of this run, for the next one's order (a partial run adds to the last full one's)
 if mkdir -p "$(dirname "$TIMES")" 2>/dev/null; then
-	awk 'FILENAME != ARGV[2] { t[$1] = $2; next } { t[$1] = $2 }
+	awk 'FILENAME != ARGV[2] { t[$1] = $2 " " $3; next } { t[$1] = $2 " " $3 }
 		END { for (k in t) print k, t[k] }' "${TIMES_IN:-$TIMES}" "$R/times" | sort >"$R/times.new" &&
 		cp "$R/times.new" "$TIMES" 2>/dev/null
 fi
@@ -190,9 +188,9 @@ fi
 echo
 if [ "$(wc -l <"$R/times")" -gt 1 ]; then
 	echo "slowest files (JOBS=$JOBS; wall time, and the CPU its processes took):"
-	sort -k2,2nr "$R/cpu" | head -n 10 |
+	sort -k2,2nr "$R/times" | head -n 10 |
 		awk '{ printf "  %-24s %6.1f s  cpu %6.1f s\n", $1, $2 / 1000, $3 / 1000 }'
-	awk '{ w += $2; c += $3 } END { printf "  all %d files: %.0f s one after another, cpu %.0f s\n", NR, w / 1000, c / 1000 }' "$R/cpu"
+	awk '{ w += $2; c += $3 } END { printf "  all %d files: %.0f s one after another, cpu %.0f s\n", NR, w / 1000, c / 1000 }' "$R/times"
 	echo
 fi
 if [ -s "$R/skips" ]; then
