@@ -28,8 +28,11 @@ if [ -f "$comp" ] && command -v bash >/dev/null 2>&1; then
 		sh "$comp" "$D/opt/st/bin/socktune" 2>&1)
 	check install_completion_works "offers '$got' for check --jso" "$got" = --json
 fi
-# LIBDIR elsewhere under PREFIX: the command is rebuilt to look there
+# LIBDIR elsewhere under PREFIX: the command is rebuilt to look there, in a copy of the build
+# made for ../lib (its objects and times kept: only what LIBDIR changes is built again)
 D2=$TMP/dest2
+mkdir -p "$TMP/b2"
+cp -pR "$B/lib" "$B/libsocktune.so" "$B/socktune" "$B/libdir.stamp" "$TMP/b2/"
 if make -s -C "$ROOT" install BUILD="$TMP/b2" PREFIX=/opt/st LIBDIR=/opt/st/lib/x/socktune DESTDIR="$D2" \
 	>"$TMP/make2.out" 2>&1; then
 	got=$("$D2/opt/st/bin/socktune" -- "$PROBE" env LD_PRELOAD 2>&1)
