@@ -38,14 +38,15 @@ for d in "${ST_PORTS_DIR:-/tmp/socktune-test-ports}"/*; do
 	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then rm -rf "$d"; fi
 done
 
-# ---- the list: $R/list holds "index name kind path" in file order ----
+# ---- the list: $R/list holds "index name kind" in file order (kind: unit, sh or alone; the
+# path follows from the kind: no word of it is split, whatever the tree's directory) ----
 n=0
 for t in "$BUILD"/tests/unit/*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
 	case "$ONLY" in "" | *"$name"*) ;; *) continue ;; esac
 	n=$((n + 1))
-	echo "$n $name unit $t"
+	echo "$n $name unit"
 done >"$R/list"
 n=$(wc -l <"$R/list")
 for t in "$ROOT"/tests/t_*.sh; do
@@ -54,7 +55,7 @@ for t in "$ROOT"/tests/t_*.sh; do
 	case "$ONLY" in "" | *"$name"*) ;; *) continue ;; esac
 	n=$((n + 1))
 	if sed -n '1,30p' "$t" | grep -q '^# alone: '; then kind=alone; else kind=sh; fi
-	echo "$n $name $kind $t"
+	echo "$n $name $kind"
 done >>"$R/list"
 total=$(wc -l <"$R/list")
 
@@ -76,16 +77,16 @@ exec 3<>"$R/done"
 now_ms() { date +%s%3N; }
 
 # start INDEX: the file of that index in the background, in a process group of its own
-# (timeout(1)'s), its output in $R/INDEX.out, then "STATUS MILLISECONDS" in $R/INDEX.rc and
-# the index on the FIFO.
+# (timeout(1)'s), its output in $R/INDEX.out, then "STATUS WALL-MS CPU-MS" in $R/INDEX.rc
+# and the index on the FIFO.
 start() {
 	set -- $(sed -n "$1p" "$R/list")
 	(
 		t0=$(now_ms)
 		if [ "$3" = unit ]; then
-			timeout -k 10 "$LIMIT" "$4" >"$R/$1.out" 2>&1 </dev/null 3>&- &
+			timeout -k 10 "$LIMIT" "$BUILD/tests/unit/$2" >"$R/$1.out" 2>&1 </dev/null 3>&- &
 		else
-			timeout -k 10 "$LIMIT" sh "$4" >"$R/$1.out" 2>&1 </dev/null 3>&- &
+			timeout -k 10 "$LIMIT" sh "$ROOT/tests/$2.sh" >"$R/$1.out" 2>&1 </dev/null 3>&- &
 		fi
 		echo $! >"$R/$1.pid"
 		wait $!
@@ -107,6 +108,7 @@ stop_all() {
 	for _p in "$R"/*.pid; do
 		[ -f "$_p" ] && kill -TERM "$(cat "$_p")" 2>/dev/null
 	done
+	wait # (each within 10 s: timeout(1) kills what is left then)
 }
 
 pass=0 fail=0 skip=0 shown=1
@@ -123,7 +125,7 @@ report() {
 	s=$(grep -c '^SKIP ' "$out")
 	# "test/check" of each FAIL line, for the summary
 	sed -n "s/^FAIL \([^:]*\):.*/$name\/\1/p" "$out" >>"$R/fails"
-	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	if { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$ms" -ge $((LIMIT * 1000)) ]; then
 		echo "FAIL $name: still running after $LIMIT s, ended (ST_TEST_TIMEOUT)"
 		echo "$name (still running after $LIMIT s)" >>"$R/fails"
 		f=$((f + 1))

@@ -124,6 +124,12 @@ check timeout.fails "status $rc: $(tr '\n' '|' <"$TMP/hang.out")" "$rc" -ne 0 -a
 	-n "$(grep '^  t_hang (still running after 2 s)$' "$TMP/hang.out")"
 check timeout.ends-its-children "the file's child ${child:-?} still runs" -n "$child" -a ! -d "/proc/${child:-1}"
 
+# one that dies of SIGKILL before the limit: its status, not a time-out
+printf '. "$(dirname "$0")/lib.sh"\npass before-kill\nkill -KILL $$\n' >"$P/tests/t_killed.sh"
+env -u ROOT TESTS='t_killed' BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/killed.out" 2>&1
+check killed-not-timeout "$(tr '\n' '|' <"$TMP/killed.out")" \
+	-n "$(grep '^  t_killed (exited with status 137)$' "$TMP/killed.out")"
+
 # JOBS that is no number is refused
 env -u ROOT TESTS='t_b' JOBS=x BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/badjobs.out" 2>&1
 rc=$?
