@@ -125,13 +125,14 @@ $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.
 
 # A Go net/http server (Go makes its own system calls: no preload reaches it), for t_attach
 # and t_cgroup, built once here where Go is installed (.ci/run installs golang-go; the tests
-# skip without it): a cold build of net/http is a minute of CPU, which two tests each paid.
+# skip without it), its cache and GOPATH in the build directory (no HOME needed).
 GO ?= go
 $(BUILD)/tests/bin/gohttp: tests/go/httpserver.go
 	@mkdir -p $(@D)
 	@if command -v $(GO) >/dev/null 2>&1; then \
-		echo "$(GO) build -o $@ $<"; HOME=$${HOME:-$(CURDIR)/$(BUILD)} GO111MODULE=off GOFLAGS= \
-			$(GO) build -o $@ $<; \
+		echo "$(GO) build -o $@ $<"; \
+		GOCACHE=$(abspath $(BUILD))/go-cache GOPATH=$(abspath $(BUILD))/go-path \
+			GO111MODULE=off GOFLAGS= $(GO) build -o $@ $<; \
 	else echo "($@ not built: no $(GO) here)"; fi
 
 # t_nodelay_stall runs the benchmark's publish/acknowledge pair.

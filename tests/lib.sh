@@ -52,27 +52,38 @@ check() {
 	if [ "$@" ]; then pass "$name"; else fail "$name" "$what"; fi
 }
 
-# free_port: a TCP port free on both 127.0.0.1 and ::1, for this test alone until it ends.
-# Test files run side by side (tests/run.sh), so a port that is merely free now may be taken
-# before the server binds it: the port comes from below net.ipv4.ip_local_port_range, where
-# the kernel never puts a bind(port 0) or a connect(), and it is reserved, as a directory
+# free_port: a TCP port free on both 127.0.0.1 and ::1 (127.0.0.1 alone where there is no
+# IPv6), for this test alone until it ends.  Test files run side by side (tests/run.sh), so a
+# port that is merely free now may be taken before the server binds it: the port comes from
+# outside net.ipv4.ip_local_port_range (below it, or above it when it starts low), where the
+# kernel never puts a bind(port 0) or a connect(), and it is reserved, as a directory
 # $PORTS/PORT made with mkdir (atomic) naming this shell's pid, which no other free_port
 # takes while that pid lives.  lib_exit removes this test's reservations; tests/run.sh
-# removes those of a test that did not get to (SIGKILL).  Never a port another test could
-# get the same way, nor one the kernel hands out.
-PORTS=${ST_PORTS_DIR:-/tmp/socktune-test-ports}
+# removes those of a test that did not get to (SIGKILL).  The directory is this user's own
+# (made 0700; one of another owner is not used).
+PORTS=${ST_PORTS_DIR:-/tmp/socktune-test-ports-$(id -u)}
 free_port() {
-	mkdir -p "$PORTS" 2>/dev/null
+	mkdir -m 700 "$PORTS" 2>/dev/null
+	if [ ! -O "$PORTS" ] || [ -L "$PORTS" ]; then
+		echo "free_port: $PORTS is not this user's own directory" >&2
+		return 1
+	fi
 	_fp_n=0
 	while [ $_fp_n -lt 20 ]; do
 		_fp_n=$((_fp_n + 1))
-		_fp=$($PY -c 'import random, socket
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+		_fp=$($PY -c 'import errno, random, socket
+lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+below, above = (max(1024, lo // 2), lo), (hi + 1, 65536)
+a, b = below if below[1] - below[0] >= 1000 or above[1] - above[0] < 1000 else above
 for _ in range(200):
-    port = random.randrange(max(1024, lo // 2), lo)
+    port = random.randrange(a, b) if b > a else 0
     try:
-        s = socket.socket(); s.bind(("127.0.0.1", port))
-        t = socket.socket(socket.AF_INET6); t.bind(("::1", port))
+        s = socket.socket(); s.bind(("127.0.0.1", port)); port = s.getsockname()[1]
+        t = socket.socket(socket.AF_INET6)
+        try:
+            t.bind(("::1", port))
+        except OSError as e:
+            if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT): raise
     except OSError:
         continue
     print(port); break') || return 1

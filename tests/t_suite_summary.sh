@@ -130,7 +130,47 @@ env -u ROOT TESTS='t_killed' BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/killed
 check killed-not-timeout "$(tr '\n' '|' <"$TMP/killed.out")" \
 	-n "$(grep '^  t_killed (exited with status 137)$' "$TMP/killed.out")"
 
-# JOBS that is no number is refused
-env -u ROOT TESTS='t_b' JOBS=x BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/badjobs.out" 2>&1
+# JOBS or a time limit that is no number of 1 or more is refused (JOBS=00 waited for ever),
+# as is a TESTS that names no test
+printf '. "$(dirname "$0")/lib.sh"\npass ok\n' >"$P/tests/t_ok.sh"
+for bad in JOBS=x JOBS=00 ST_TEST_TIMEOUT=2s ST_TEST_TIMEOUT=0 TESTS=t_nosuch; do
+	env -u ROOT TESTS='t_ok' "$bad" BUILD="$P/build" timeout 20 sh "$P/tests/run.sh" >"$TMP/bad.out" 2>&1
+	rc=$?
+	check "refused-$bad" "status $rc: $(cat "$TMP/bad.out")" "$rc" = 2 -a -n "$(grep -F "${bad%%=*}=" "$TMP/bad.out")"
+done
+
+# A last line without its newline is still a line of its own
+printf '. "$(dirname "$0")/lib.sh"\nprintf "PASS no-newline"\n' >"$P/tests/t_nonl.sh"
+env -u ROOT TESTS='t_nonl t_ok' BUILD="$P/build" sh "$P/tests/run.sh" >"$TMP/nonl.out" 2>&1
+check no-newline "$(tr '\n' '|' <"$TMP/nonl.out")" -n "$(grep -x 'PASS no-newline' "$TMP/nonl.out")" -a \
+	-n "$(grep -x '== t_nonl' "$TMP/nonl.out")" -a "$(tail -n 1 "$TMP/nonl.out")" = "2 passed, 0 failed"
+
+# SIGTERM to run.sh: the file still running is ended with what it started, its cleanup runs
+# (lib_exit removes its $TMP), what every file said is shown, t_b's failure among it, the
+# count line last, and the status is SIGTERM's
+cat >"$P/tests/t_long.sh" <<'T'
+. "$(dirname "$0")/lib.sh"
+pass long-started
+echo "$TMP" >"$ST_SUITE_LOG.tmp"
+sh -c 'echo $$ >"$ST_SUITE_LOG.child"; exec sleep 60' &
+sleep 60
+T
+printf '. "$(dirname "$0")/lib.sh"\nfail quick "on purpose"\n' >"$P/tests/t_quick.sh"
+rm -f "$TMP/term.log.child" "$TMP/term.log.tmp"
+env -u ROOT TESTS='t_long t_quick' ST_SUITE_LOG="$TMP/term.log" BUILD="$P/build" \
+	sh "$P/tests/run.sh" >"$TMP/term.out" 2>&1 &
+run=$!
+busywait 10000 test -s "$TMP/term.log.child"
+child=$(cat "$TMP/term.log.child" 2>/dev/null)
+ttmp=$(cat "$TMP/term.log.tmp" 2>/dev/null)
+kill -TERM $run
+busywait 15000 gone $run
+wait $run
 rc=$?
-check jobs-refused "status $rc: $(cat "$TMP/badjobs.out")" "$rc" = 2 -a -n "$(grep 'JOBS=x' "$TMP/badjobs.out")"
+check term.status "status $rc: $(tr '\n' '|' <"$TMP/term.out")" "$rc" = 143 -a \
+	"$(tail -n 1 "$TMP/term.out")" = "1 passed, 2 failed"
+check term.shown "$(tr '\n' '|' <"$TMP/term.out")" \
+	-n "$(grep -x 'FAIL t_long: stopped: run.sh got SIGTERM' "$TMP/term.out")" -a \
+	-n "$(grep -x 'FAIL quick: on purpose' "$TMP/term.out")" -a -n "$(grep -x 'PASS long-started' "$TMP/term.out")"
+check term.ended "the file's child ${child:-?} runs, or its \$TMP ${ttmp:-?} is left" \
+	-n "$child" -a ! -d "/proc/${child:-1}" -a -n "$ttmp" -a ! -d "${ttmp:-/}"
