@@ -1,5 +1,5 @@
 #!/bin/sh
-# sanitizer-check.sh DIR: after make asan/ubsan/tsan/valgrind, fail when any sanitizer or
+# sanitizer-check.sh DIR: after make sanitize, tsan or valgrind, fail when any sanitizer or
 # memcheck report was written to DIR (the runs write their reports there as files, so a
 # report cannot hide in the stderr of a process whose exit status no test looks at).
 dir=$1

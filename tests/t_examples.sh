@@ -135,7 +135,7 @@ run_record() {
 		set -- $pre -- true
 		;;
 	esac
-	# (a sanitizer run's options pass the cleared environment: make asan, docs/hardening.md)
+	# (a sanitizer run's options pass the cleared environment: make sanitize, docs/hardening.md)
 	# shellcheck disable=SC2086 # the environment words are split on purpose
 	env -i PATH="$PATH" ${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS} ${UBSAN_OPTIONS:+UBSAN_OPTIONS=$UBSAN_OPTIONS} $env "$CLI" "$@" >"$TMP/ex.out" 2>"$TMP/ex.err"
 	rc=$?

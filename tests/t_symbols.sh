@@ -44,7 +44,7 @@ check hooks_list_matches_map "ST_HOOKS: $(echo "$listed" | tr '\n' ' ') / map: $
 	-n "$listed" -a "$listed" = "$mapped"
 
 needed=$(readelf -d "${LIB_SO:-$LIB}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-# (a sanitizer build also needs its runtime: make asan/ubsan/tsan set ST_SANITIZER)
+# (a sanitizer build also needs its runtime: make sanitize and make tsan set ST_SANITIZER)
 bad=$(for n in $needed; do case "$n" in libc.so.* | libdl.so.* | libpthread.so.* | ld-linux*) ;;
 	lib[atu]san.so.* | libubsan.so.*) [ -z "${ST_SANITIZER:-}" ] && printf '%s ' "$n" ;;
 	*) printf '%s ' "$n" ;; esac; done)
