@@ -58,7 +58,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/bin/%)
 
-.PHONY: all static test demo bench bench-quick bench-bins clean install uninstall deb FORCE
+.PHONY: all static test test-bins demo bench bench-quick bench-bins clean install uninstall deb FORCE
 all: $(LIB) $(CLI)
 
 $(BUILD)/lib/%.o: %.c $(HDRS)
@@ -140,7 +140,10 @@ test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/b
            $(BUILD)/tests/bin/tserver-static $(BUILD)/tests/bin/gohttp \
            $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
 
-test: test-bins
+# make test builds what the tests need a job per core (unless make was given -j itself: its
+# jobs then), then runs the test files side by side (tests/run.sh, JOBS of them).
+test:
+	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1)) test-bins
 	@BUILD=$(BUILD) CC="$(CC)" sh tests/run.sh
 
 demo: $(LIB) $(CLI) $(BUILD)/tests/bin/kaclient
