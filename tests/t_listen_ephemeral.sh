@@ -31,9 +31,11 @@ s = socket.socket(socket.$af); s.bind(('$host', 0)); s.listen(1); print('PORT', 
 	else
 		skip zero_v$fam.marked "port $port outside $lo-$hi"
 	fi
-	# a port of its own below the range (free_port's are): not marked
+	# a port of its own outside the range (free_port's are: below it, or above it where the
+	# range starts low): not marked
 	port=$(free_port)
-	check fixed_v$fam.below "free_port gave $port, the range is $lo-$hi" "${port:-0}" -gt 0 -a "${port:-0}" -lt "$lo"
+	check fixed_v$fam.outside "free_port gave $port, the range is $lo-$hi" "${port:-0}" -gt 0 -a \
+		\( "${port:-0}" -lt "$lo" -o "${port:-0}" -gt "$hi" \)
 	LD_PRELOAD=$LIB SOCKTUNE_NODELAY=1 $PY -c "
 import socket
 s = socket.socket(socket.$af); s.bind(('$host', $port)); s.listen(1); print('PORT', $port)" \
