@@ -24,6 +24,7 @@
 
 #include "socktune.h"
 #include "cgroup.h"
+#include "service.h"
 
 #define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
 
@@ -115,6 +116,91 @@ static void child(const struct cli *c, const char *dir, int said, int go, const 
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+/* What the wrapper does now and then while the program runs, every TICK_MS, and once more
+ * at its end (final). */
+#define TICK_MS 250
+static void tick(struct cg_state *s, const struct cli *c, const struct st_policy *p, int final)
+{
+	(void)s;
+	(void)c;
+	(void)p;
+	(void)final;
+}
+
+/* The processes the program left when it exited (a daemon, a helper that ends later), ours
+ * now as the subreaper: said in one line; 0 when none. */
+static int left_behind(const struct cli *c, const struct cg_state *s, pid_t pid)
+{
+	struct svc_pids left = {0};
+	svc_children(getpid(), &left);
+	if (left.n) {
+		char list[160] = "";
+		for (size_t k = 0; k < left.n && strlen(list) + 16 < sizeof list; k++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? " " : "",
+			         left.v[k]);
+		fprintf(stderr, "socktune: --cgroup: %s (pid %d) exited and left %zu process%s in %s "
+		        "(%s%s): the program stays attached, tuning their connections, until the last "
+		        "exits (signals to socktune go to them)\n", c->program[0], pid, left.n,
+		        left.n == 1 ? "" : "es", s->dir, list, strlen(list) + 16 >= sizeof list ? " ..." : "");
+	}
+	int n = (int)left.n;
+	free(left.v);
+	return n;
+}
+
+/* The wrapper's wait: signals passed on (to the program; once it has exited, to what it
+ * left), the children reaped, tick() every TICK_MS.  The program's end ends it unless it
+ * left processes behind (a daemon): then the last of them does.  The program's status,
+ * after the undo. */
+static int wait_program(const struct cli *c, const struct st_policy *p, struct cg_state *s,
+                        pid_t pid, const sigset_t *set)
+{
+	int alive = 1, status = 0, following = 0;
+	const struct timespec period = {0, TICK_MS * 1000 * 1000L};
+	for (;;) {
+		siginfo_t info;
+		int sig = sigtimedwait(set, &info, &period);
+		if (sig < 0) {
+			tick(s, c, p, 0);
+			continue;
+		}
+		if (sig != SIGCHLD) { /* (child.c, as --attach does) */
+			if (child_sig_done(&info, pid, alive))
+				continue;
+			if (alive) {
+				child_sig_pass(&info, pid);
+			} else {
+				struct svc_pids to = {0};
+				svc_children(getpid(), &to);
+				for (size_t k = 0; k < to.n; k++)
+					child_sig_pass(&info, to.v[k]);
+				free(to.v);
+			}
+			continue;
+		}
+		int st;
+		pid_t r;
+		while ((r = waitpid(-1, &st, WNOHANG)) > 0)
+			if (r == pid) {
+				alive = 0;
+				status = st;
+			} else if (following) {
+				status = st; /* (the last of them: its status is ours) */
+			}
+		if (alive)
+			continue;
+		if (r < 0 && errno == ECHILD)
+			break;
+		if (!following)
+			following = left_behind(c, s, pid) > 0;
+		if (!following)
+			break;
+	}
+	tick(s, c, p, 1);
+	undo(s);
+	return child_status(status);
+}
+
 int cgroup_main(const struct cli *c, const struct st_policy *p)
 {
 	if (!c->program) {
@@ -182,20 +268,5 @@ int cgroup_main(const struct cli *c, const struct st_policy *p)
 		kill(pid, SIGKILL);
 	}
 	close(go[1]);
-	for (;;) {
-		siginfo_t info;
-		int sig = sigwaitinfo(&set, &info);
-		if (sig > 0 && sig != SIGCHLD) { /* (child.c, as --attach does) */
-			if (!child_sig_done(&info, pid, 1))
-				child_sig_pass(&info, pid);
-			continue;
-		}
-		int status;
-		pid_t r;
-		while ((r = waitpid(-1, &status, WNOHANG)) > 0)
-			if (r == pid) {
-				undo(&s);
-				return child_status(status);
-			}
-	}
+	return wait_program(c, p, &s, pid, &set);
 }
