@@ -32,6 +32,33 @@ int cg_prog_build(const struct st_policy *p, int client, long long hz,
  * or -1 with err (the verifier's last words quoted, or what the kernel refused and why). */
 int cg_prog_load(const struct st_policy *p, int client, long long hz,
                  const struct cli_peer *peers, int npeers, int *count, char *err, size_t n);
+/* ---- hook.c: the programs of a policy together: the sock_ops program (bpf.c), and the
+ * CGROUP_SOCKOPT program at BPF_CGROUP_SETSOCKOPT (Linux 5.3) that holds its values against
+ * the app's own setsockopt on the connections the sock_ops program tuned, counting each
+ * override it refuses ---- */
+
+struct cg_progs {
+	int ops_fd;                 /* the sock_ops program */
+	int hook_fd;                /* the setsockopt hook; -1: none (why in hook_why) */
+	int mark_fd, count_fd;      /* its maps: the sockets tuned; the overrides counted */
+	int insns, hook_insns;
+	unsigned ops_id, hook_id;   /* the kernel's ids */
+	int nheld;                  /* the options the hook holds (indexes of st_sockopts), in */
+	int held[ST_O_COUNT];       /* the order of the count map */
+	char hook_why[300];
+};
+/* Load the programs of policy p: 0, or -1 with err (nothing left loaded). */
+int cg_progs_load(const struct st_policy *p, int client, long long hz,
+                  const struct cli_peer *peers, int npeers, struct cg_progs *g, char *err,
+                  size_t n);
+void cg_progs_close(struct cg_progs *g);
+/* Attach them to cgroup_fd with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (they stay after the
+ * process that attached them ends, until detached or the cgroup is removed): 0, or -1 with
+ * err (and neither attached). */
+int cg_progs_attach(const struct cg_progs *g, int cgroup_fd, char *err, size_t n);
+/* Detach both from cgroup_fd (one already gone is no error): 0, or -1 with errno. */
+int cg_progs_detach(const struct cg_progs *g, int cgroup_fd);
+
 /* ---- cgroup.c ---- */
 
 /* The wrapper's own v2 cgroup, as a directory (cg_pid_dir for itself). */
