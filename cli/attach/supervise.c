@@ -2,13 +2,12 @@
  * linked, Go): the wrapper starts it as its child and stays as a minimal init.  It forwards
  * every signal that can be caught and is not a fault's, reaps every child (it may be pid 1 of
  * a container), exits with the program's status or signal, and tunes each new listener of
- * the program and its descendants from outside (attach.c), a pass every 20 ms on an absolute
- * clock: one sock_diag dump of the listeners, descriptors read only when a listener is new.
+ * the program and its descendants from outside (the listener pass, pass.c), a pass every
+ * 20 ms on an absolute clock.
  * Connections that arrive before a listener's first pass get the old values.  A program that
  * daemonizes (exits 0, leaving processes) is followed: the wrapper says so in one line and
  * goes on until the last of them exits, with that one's status. */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,7 @@
 #include "socktune.h"
 #include "attach.h"
 
-#define PASS_NS (20 * 1000 * 1000L)
+#define PASS_NS (ATTACH_PASS_MS * 1000 * 1000L)
 
 static long long now_ns(void)
 {
@@ -64,95 +63,6 @@ static size_t left_behind(FILE *say, const struct cli *c, int child)
 	}
 	free(left.v);
 	return left.n;
-}
-
-/* The network namespaces the family's processes are in besides ours (`ip netns exec NS
- * server`, a worker started so): one service each, its own sock_diag socket, opened when a
- * process of the family is first seen there and closed once none is (the socket would keep
- * the namespace, and its interfaces, alive).  Looked for at the first pass, at each pass
- * where the program's own namespace changed, and by a walk of the family every 500 ms, or
- * 100 times what the last walk took when that is longer (2,000 processes: ~40 ms a walk),
- * so that the walks keep to about 1% of a core. */
-#define NS_WALK_NS (500 * 1000 * 1000LL)
-struct netns_svc {
-	unsigned long long ns;
-	struct service svc;
-	int seen;
-};
-struct netns_set {
-	unsigned long long ours, program; /* the program's, at the last look */
-	long long next_walk;              /* (CLOCK_MONOTONIC, ns) */
-	struct netns_svc *v;
-	size_t n;
-};
-
-static void find_namespaces(struct netns_set *set, FILE *say)
-{
-	struct svc_pids family = {0};
-	svc_descendants(getpid(), 0, &family);
-	for (size_t k = 0; k < set->n; k++)
-		set->v[k].seen = 0;
-	for (size_t k = 0; k < family.n; k++) {
-		unsigned long long ns = netns_of(family.v[k]);
-		size_t j = 0;
-		while (j < set->n && set->v[j].ns != ns)
-			j++;
-		if (!ns || ns == set->ours || (j < set->n && set->v[j].seen++))
-			continue;
-		if (j < set->n) { /* a process there to look through, should netpid have gone */
-			set->v[j].svc.netpid = family.v[k];
-			continue;
-		}
-		struct netns_svc *v = realloc(set->v, (set->n + 1) * sizeof *v);
-		if (!v)
-			break;
-		set->v = v;
-		char err[200];
-		v[set->n] = (struct netns_svc){.ns = ns, .seen = 1};
-		if (svc_open_in(&v[set->n].svc, SVC_FAMILY, getpid(), family.v[k], 0, err, sizeof err) != 0)
-			fprintf(say, "socktune: --attach: pid %d, in network namespace net:[%llu]: %s: its "
-			        "listeners there are not tuned\n", family.v[k], ns, err);
-		set->n++;
-	}
-	for (size_t k = 0; k < set->n;)
-		if (!set->v[k].seen) {
-			svc_close(&set->v[k].svc);
-			set->v[k] = set->v[--set->n];
-		} else {
-			k++;
-		}
-	free(family.v);
-}
-
-static void look_everywhere(struct attach_state *t, struct service *svc, struct netns_set *set,
-                            int child)
-{
-	if (svc->nl >= 0 || svc->how[0])
-		attach_look(t, svc);
-	unsigned long long program = netns_of(child);
-	long long start = now_ns();
-	if (start >= set->next_walk || program != set->program) {
-		find_namespaces(set, t->err);
-		long long took = now_ns() - start;
-		set->next_walk = now_ns() + (100 * took > NS_WALK_NS ? 100 * took : NS_WALK_NS);
-	}
-	set->program = program;
-	for (size_t k = 0; k < set->n; k++)
-		if (set->v[k].svc.nl >= 0 || set->v[k].svc.how[0])
-			attach_look(t, &set->v[k].svc);
-}
-
-/* What was said since the last time (lines, a memstream), in one write to stderr that waits
- * at most 100 ms for room: a stderr nobody reads must not stop the signals and the reaping
- * (as the library's log, lines that find no room are dropped). */
-static void say_lines(FILE *lines, char **said, size_t *saidlen)
-{
-	if (!lines || fflush(lines) != 0 || !*saidlen)
-		return;
-	struct pollfd pf = {.fd = STDERR_FILENO, .events = POLLOUT};
-	if (poll(&pf, 1, 100) == 1 && (pf.revents & POLLOUT) && write(STDERR_FILENO, *said, *saidlen) < 0)
-		*saidlen = 0; /* (dropped, as a line that found no room) */
-	rewind(lines);
 }
 
 /* The program run in this process: only a failure returns, said, with its status. */
@@ -201,24 +111,15 @@ int supervise_main(const struct cli *c, const struct st_policy *p)
 		_exit(exec_program(c));
 	}
 	signal(SIGPIPE, SIG_IGN); /* (after the fork: the program keeps its own disposition) */
-	/* The lines go to stderr (stdout is the program's), each look's in one write
-	 * (say_lines), and what is pending before the wrapper ends. */
-	static struct attach_state t;
-	char *said = NULL;
-	size_t saidlen = 0;
-	FILE *lines = open_memstream(&said, &saidlen);
-	t = (struct attach_state){.p = p, .out = lines ? lines : stderr, .err = lines ? lines : stderr,
-	                          .wrapper = 1};
-	struct service svc;
-	char err[200];
-	if (svc_open(&svc, SVC_FAMILY, getpid(), 0, err, sizeof err) != 0)
-		fprintf(t.err, "socktune: --attach: %s: its listeners are not tuned\n", err);
+	/* the pass's lines go to stderr (stdout is the program's), each pass's in one write */
+	struct attach_pass *pass = attach_pass_open(p, "--attach", 0);
+	if (!pass)
+		fprintf(stderr, "socktune: --attach: out of memory: %s runs untuned\n", c->program[0]);
+	FILE *say = pass ? attach_pass_say(pass) : stderr;
 	int program_alive = 1, last = 0;
-	struct netns_set others = {.ours = netns_of(0)};
-	others.program = others.ours;
 	for (long long next = now_ns();;) {
-		look_everywhere(&t, &svc, &others, child);
-		say_lines(lines, &said, &saidlen);
+		if (pass)
+			attach_pass_run(pass, child);
 		/* the next pass on the clock, not 20 ms after this one ended; a pass that came
 		 * more than a period late skips the ticks it missed */
 		next += PASS_NS;
@@ -239,13 +140,13 @@ int supervise_main(const struct cli *c, const struct st_policy *p)
 				if (r != child)
 					continue;
 				program_alive = 0;
-				if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !left_behind(t.err, c, child)) {
-					say_lines(lines, &said, &saidlen);
+				if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !left_behind(say, c, child)) {
+					attach_pass_close(pass);
 					return child_status(status);
 				}
 			}
 			if (!program_alive && r < 0 && errno == ECHILD) { /* the last one it left exited */
-				say_lines(lines, &said, &saidlen); /* (the line that said so, too) */
+				attach_pass_close(pass); /* (the line that said so, too) */
 				return child_status(last);
 			}
 		}

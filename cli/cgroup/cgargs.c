@@ -27,8 +27,8 @@ int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want)
 	return 1;
 }
 
-/* Why --cgroup cannot take option id, or NULL when it can. */
-static const char *refused(int id)
+/* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
+static const char *refused(int id, int attach)
 {
 	switch (id) {
 	case ST_V_QUICKACK:
@@ -38,9 +38,13 @@ static const char *refused(int id)
 	case ST_V_BACKLOG:
 	case ST_V_BACKLOG_MIN:
 	case ST_V_BACKLOG_MAX:
-		return "the backlog is listen()'s argument, out of a sock_ops program's reach; use the "
-		       "preload (socktune --backlog N PROGRAM) or socktune --attach, which changes a "
-		       "live listener's backlog";
+		/* listen()'s argument, out of a sock_ops program's reach: the wrapper sets it
+		 * from outside on its program's listeners, as --attach does (cgroup/run.c) */
+		if (!attach)
+			return NULL;
+		return "the backlog is listen()'s argument, out of a sock_ops program's reach; "
+		       "socktune attach --backlog N PID (without --cgroup) changes a live listener's "
+		       "backlog";
 	case ST_V_DEFER_ACCEPT:
 	case ST_V_FASTOPEN:
 		return "a listener's option, which bpf_setsockopt does not take; use the preload "
@@ -74,7 +78,7 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: run the "
 			                   "program under socktune --cgroup%s (socktune --help)",
 			                   how, name, c->check || c->attach ? "" : " instead");
-		const char *why = c->cgroup ? refused(id) : NULL;
+		const char *why = c->cgroup ? refused(id, c->attach) : NULL;
 		if (why)
 			return usage_error(msg, "--cgroup: %s%s: %s", how, name, why);
 	}

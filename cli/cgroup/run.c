@@ -25,6 +25,7 @@
 #include "socktune.h"
 #include "cgroup.h"
 #include "service.h"
+#include "attach.h" /* the listener pass (--backlog) */
 
 #define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
 
@@ -156,10 +157,21 @@ static int wait_program(const struct cli *c, const struct st_policy *p, struct c
                         pid_t pid, const sigset_t *set)
 {
 	int alive = 1, status = 0, following = 0;
-	const struct timespec period = {0, TICK_MS * 1000 * 1000L};
+	/* --backlog (listen()'s argument, out of the sock_ops program's reach): the attach
+	 * mode's listener pass over the program and what it leaves, every ATTACH_PASS_MS, the
+	 * backlog alone; tick() keeps to about its TICK_MS */
+	struct attach_pass *pass = st_backlog_governed(p) ? attach_pass_open(p, "--cgroup", 1) : NULL;
+	long passes = 0;
+	const struct timespec period = {0, (pass ? ATTACH_PASS_MS : TICK_MS) * 1000 * 1000L};
+	if (pass)
+		attach_pass_run(pass, pid);
 	for (;;) {
 		siginfo_t info;
 		int sig = sigtimedwait(set, &info, &period);
+		if (sig < 0 && pass)
+			attach_pass_run(pass, pid);
+		if (sig < 0 && pass && ++passes % (TICK_MS / ATTACH_PASS_MS))
+			continue;
 		if (sig < 0) {
 			tick(s, c, p, 0);
 			continue;
@@ -197,6 +209,7 @@ static int wait_program(const struct cli *c, const struct st_policy *p, struct c
 			break;
 	}
 	tick(s, c, p, 1);
+	attach_pass_close(pass); /* (its last lines said) */
 	undo(s);
 	return child_status(status);
 }
