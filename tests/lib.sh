@@ -14,6 +14,10 @@ LIB=$LIB_SO              # what tests put in LD_PRELOAD
 BIN=${ST_BIN:-$B/tests/bin}
 PY=/usr/bin/python3 # Debian's, dynamically linked (a pyenv shim or a static build is not)
 TMP=$(mktemp -d /tmp/socktune-test.XXXXXX)
+# The records of the BPF programs socktune attaches (cli/host/owned.h): the test's own, so
+# that no test sees, or sweeps, another's (and nothing is written to the host's /run).
+RUNTIME_DIRECTORY=$TMP/run
+export RUNTIME_DIRECTORY
 NS_LIST="" # the network namespaces setup_ns made and cleanup_ns has not removed
 # Everything a test starts in the background is killed on exit, then its namespaces, its
 # ports and its files go.  A test with more to undo names it in AT_EXIT (a command run
@@ -436,6 +440,8 @@ cg_test_dir() {
 cg_cleanup() {
 	kill_jobs
 	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	for id in $("$BIN/bpfq" attached "$CG" 2>/dev/null | cut -d' ' -f1); do "$BIN/bpfq" detach "$CG" "$id"; done
+	for id in $( ("$BIN/bpfq" attached "$CG"; "$BIN/bpfq" attached "$CG" setsockopt) 2>/dev/null | cut -d' ' -f1); do
+		"$BIN/bpfq" detach "$CG" "$id"
+	done
 	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
 }

@@ -45,7 +45,7 @@ check doctor_cgroup.lists_both "status $rc: $res $(head -c 300 "$TMP/doc.err")" 
 check doctor_cgroup.text "$(sed -n '/sock_ops programs/,/^$/p' "$TMP/doc.txt")" \
 	-n "$(grep -F "$CG (pid $SRV_PID): 2 programs" "$TMP/doc.txt")" -a \
 	-n "$(grep -E "^    id $other other\$" "$TMP/doc.txt")" -a \
-	-n "$(grep -E "^    id $ours socktune \(socktune's, [0-9]+ instructions\): sets .*initcwnd=40" "$TMP/doc.txt")"
+	-n "$(grep -E "^    id $ours socktune \(socktune's, by socktune attach --cgroup [0-9]+, [0-9]+ instructions\): sets .*initcwnd=40" "$TMP/doc.txt")"
 
 if command -v setpriv >/dev/null; then
 	setpriv --bounding-set=-bpf,-sys_admin,-perfmon "$CLI" doctor --seconds 1 --json "$SRV_PID" \

@@ -100,11 +100,13 @@ static void now_of(int pid, const char *mount, char *out, size_t n)
 		fclose(f);
 }
 
-int cg_target(const char *target, struct cg_where *w, int max, int *status, char *err, size_t n)
+int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,
+              size_t n)
 {
 	int pid;
 	unsigned port;
 	*status = EXIT_USAGE;
+	*more = 0;
 	if (cg_target_parse(target, &pid, &port) != 0) {
 		snprintf(err, n, "%s: not a target (PID, or :PORT for the listeners on that port)", target);
 		return -1;
@@ -150,8 +152,16 @@ int cg_target(const char *target, struct cg_where *w, int max, int *status, char
 		while (j < nw && w[j].id != f->cgroup_id)
 			j++;
 		if (j == nw) {
-			if (nw == max)
+			if (nw == max) { /* (each cgroup past the limit counted once) */
+				static unsigned long long past[4096];
+				int seen = 0;
+				for (int i = 0; i < *more && i < 4096 && !seen; i++)
+					seen = past[i] == f->cgroup_id;
+				if (!seen && *more < 4096)
+					past[*more] = f->cgroup_id;
+				*more += !seen;
 				continue;
+			}
 			memset(&w[nw], 0, sizeof w[nw]);
 			w[nw].id = f->cgroup_id;
 			nw++;

@@ -166,14 +166,15 @@ void doc_cgroups_text(FILE *f, const struct doctor *d)
 			const struct cg_seen *s = &c->prog[j];
 			fprintf(f, "    id %u %s", s->id, s->name[0] ? s->name : "(no name)");
 			if (!s->ours) {
-				fprintf(f, "%s%s\n", s->why[0] ? ": " : "", s->why);
+				fprintf(f, "%s%s%s\n", strcmp(s->name, CG_PROG_NAME) == 0 ? " (not on socktune's "
+				        "record: another party's)" : "", s->why[0] ? ": " : "", s->why);
 				continue;
 			}
 			if (!s->readable) {
-				fprintf(f, " (socktune's): policy not readable: %s\n", s->why);
+				fprintf(f, " (socktune's, by %s): policy not readable: %s\n", s->owner, s->why);
 				continue;
 			}
-			fprintf(f, " (socktune's, %d instructions): sets", s->insns);
+			fprintf(f, " (socktune's, by %s, %d instructions): sets", s->owner, s->insns);
 			struct rec *r = rec_new();
 			if (r) {
 				policy_rec(r, s);

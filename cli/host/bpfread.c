@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "socktune_opts.h"
 #include "bpf_abi.h"
 #include "bpfhost.h"
+#include "owned.h"
 
 #define MAX_XLATED 4096
 
@@ -158,7 +160,15 @@ int cg_prog_look(unsigned id, long long hz, struct cg_seen *s)
 		return -1;
 	}
 	snprintf(s->name, sizeof s->name, "%.*s", (int)sizeof info.name, info.name);
-	s->ours = strcmp(s->name, CG_PROG_NAME) == 0;
+	struct own_rec *recs; /* ours by record (owned.h), never by a name anyone can give */
+	int nrecs = own_read_all(&recs);
+	const struct own_rec *r = own_find(id, recs, nrecs);
+	s->ours = r != NULL;
+	if (r)
+		snprintf(s->owner, sizeof s->owner, "%s %d%s", strcmp(r->kind, "run") == 0 ?
+		         "socktune --cgroup" : "socktune attach --cgroup", r->pid,
+		         strcmp(r->kind, "run") == 0 && !own_alive(r) ? " (gone)" : "");
+	free(recs);
 	uint32_t len = info.xlated_prog_len;
 	if (!s->ours) {
 		close(fd);

@@ -1,12 +1,14 @@
 /* bpfq: what the kernel says about BPF programs, for the tests (no bpftool here).
  *
  *   bpfq loaded NAME        the ids of the loaded programs named NAME, one a line
- *   bpfq attached CGDIR     the sock_ops programs attached to cgroup CGDIR: "ID NAME" a line
- *   bpfq attach CGDIR [MARK] load a sock_ops program named "other" (returns 1; with MARK,
- *                           it sets SO_MARK MARK on each accepted connection, which ss -e
- *                           shows as fwmark) and attach it with BPF_PROG_ATTACH +
- *                           BPF_F_ALLOW_MULTI: it stays after bpfq exits; prints its id
- *   bpfq detach CGDIR ID    detach program ID from CGDIR
+ *   bpfq attached CGDIR [setsockopt]  the sock_ops (or setsockopt hook) programs attached to
+ *                           cgroup CGDIR: "ID NAME" a line
+ *   bpfq attach CGDIR [MARK [NAME [COUNT]]]  load a sock_ops program named "other" or NAME
+ *                           (returns 1; with MARK not 0, it sets SO_MARK MARK on each
+ *                           accepted connection, which ss -e shows as fwmark) and attach it
+ *                           with BPF_PROG_ATTACH + BPF_F_ALLOW_MULTI: it stays after bpfq
+ *                           exits; prints its id (COUNT of them: each id)
+ *   bpfq detach CGDIR ID    detach program ID from CGDIR (from either hook)
  * Exit status 0, or 1 with the reason on stderr.
  * The bpf(2) ABI is the command's written-out one (cli/host/bpf_abi.h, checked against
  * linux/bpf.h where it is there), so that this builds with musl too. */
@@ -22,6 +24,7 @@
 #include "../../cli/host/bpf_abi.h"
 
 enum { BPF_PROG_GET_NEXT_ID_ = 11 }; /* (the one command the socktune command does not use) */
+enum { CGROUP_SETSOCKOPT_ = 22 };
 
 static long bpf(int cmd, void *a, size_t n)
 {
@@ -85,7 +88,9 @@ int main(int argc, char **argv)
 		return die(argv[2]);
 	if (strcmp(argv[1], "attached") == 0) {
 		unsigned ids[64];
-		struct st_bpf_query a = {.target_fd = (uint32_t)cg, .attach_type = ST_BPF_CGROUP_SOCK_OPS,
+		int hook = argc > 3 && strcmp(argv[3], "setsockopt") == 0 ? CGROUP_SETSOCKOPT_
+		                                                           : ST_BPF_CGROUP_SOCK_OPS;
+		struct st_bpf_query a = {.target_fd = (uint32_t)cg, .attach_type = (uint32_t)hook,
 		                         .prog_ids = (uintptr_t)ids, .prog_cnt = 64};
 		if (bpf(ST_BPF_PROG_QUERY, &a, sizeof a) != 0)
 			return die("BPF_PROG_QUERY");
@@ -94,7 +99,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "attach") == 0) {
-		int mark = argc > 3 ? atoi(argv[3]) : 0;
+		int mark = argc > 3 ? atoi(argv[3]) : 0, count = argc > 5 ? atoi(argv[5]) : 1;
+		const char *pname = argc > 4 ? argv[4] : "other";
 		/* if (op == PASSIVE_ESTABLISHED) bpf_setsockopt(ctx, SOL_SOCKET, SO_MARK, &mark, 4) */
 		struct st_bpf_insn prog[] = {
 			I(ST_BPF_ALU64 | ST_BPF_MOV | ST_BPF_X, 6, 1, 0, 0),
@@ -114,18 +120,21 @@ int main(int argc, char **argv)
 		struct st_bpf_prog_load l = {.prog_type = ST_BPF_PROG_TYPE_SOCK_OPS,
 		                             .insns = (uintptr_t)(mark ? prog : prog + 11),
 		                             .insn_cnt = mark ? 13 : 2, .license = (uintptr_t)"GPL"};
-		memcpy(l.prog_name, "other", 6);
-		int fd = (int)bpf(ST_BPF_PROG_LOAD, &l, sizeof l);
-		if (fd < 0)
-			return die("BPF_PROG_LOAD");
-		struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cg, .attach_bpf_fd = (uint32_t)fd,
-		                               .attach_type = ST_BPF_CGROUP_SOCK_OPS,
-		                               .attach_flags = ST_BPF_F_ALLOW_MULTI};
-		if (bpf(ST_BPF_PROG_ATTACH, &a, sizeof a) != 0)
-			return die("BPF_PROG_ATTACH");
-		struct st_bpf_prog_info info;
-		info_of(fd, &info);
-		printf("%u\n", info.id);
+		snprintf(l.prog_name, sizeof l.prog_name, "%s", pname);
+		for (int k = 0; k < count; k++) {
+			int fd = (int)bpf(ST_BPF_PROG_LOAD, &l, sizeof l);
+			if (fd < 0)
+				return die("BPF_PROG_LOAD");
+			struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cg, .attach_bpf_fd = (uint32_t)fd,
+			                               .attach_type = ST_BPF_CGROUP_SOCK_OPS,
+			                               .attach_flags = ST_BPF_F_ALLOW_MULTI};
+			if (bpf(ST_BPF_PROG_ATTACH, &a, sizeof a) != 0)
+				return die("BPF_PROG_ATTACH");
+			struct st_bpf_prog_info info;
+			info_of(fd, &info);
+			printf("%u\n", info.id);
+			close(fd);
+		}
 		return 0;
 	}
 	if (strcmp(argv[1], "detach") == 0 && argc == 4) {
@@ -134,11 +143,15 @@ int main(int argc, char **argv)
 			return die("BPF_PROG_GET_FD_BY_ID");
 		struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cg, .attach_bpf_fd = (uint32_t)fd,
 		                               .attach_type = ST_BPF_CGROUP_SOCK_OPS};
-		if (bpf(ST_BPF_PROG_DETACH, &a, sizeof a) != 0)
-			return die("BPF_PROG_DETACH");
+		if (bpf(ST_BPF_PROG_DETACH, &a, sizeof a) != 0) {
+			a.attach_type = CGROUP_SETSOCKOPT_;
+			if (bpf(ST_BPF_PROG_DETACH, &a, sizeof a) != 0)
+				return die("BPF_PROG_DETACH");
+		}
 		return 0;
 	}
 usage:
-	fprintf(stderr, "usage: bpfq loaded NAME | attached CGDIR | attach CGDIR [MARK] | detach CGDIR ID\n");
+	fprintf(stderr, "usage: bpfq loaded NAME | attached CGDIR [setsockopt] | attach CGDIR [MARK [NAME [COUNT]]] "
+	        "| detach CGDIR ID\n");
 	return 1;
 }
