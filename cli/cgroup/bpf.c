@@ -69,6 +69,44 @@ SAME(offsetof(struct st_bpf_prog_load, expected_attach_type),
      offsetof(union bpf_attr, expected_attach_type));
 SAME(offsetof(struct st_bpf_query, prog_cnt), offsetof(union bpf_attr, query.prog_cnt));
 SAME(offsetof(struct st_bpf_prog_attach, replace_bpf_fd), offsetof(union bpf_attr, replace_bpf_fd));
+/* the setsockopt hook, its maps and their BTF (hook.c) */
+SAME(ST_BPF_MAP_CREATE + 2 * ST_BPF_MAP_LOOKUP_ELEM + 3 * ST_BPF_BTF_LOAD,
+     BPF_MAP_CREATE + 2 * BPF_MAP_LOOKUP_ELEM + 3 * BPF_BTF_LOAD);
+SAME(ST_BPF_PROG_TYPE_CGROUP_SOCKOPT, BPF_PROG_TYPE_CGROUP_SOCKOPT);
+SAME(ST_BPF_CGROUP_SETSOCKOPT, BPF_CGROUP_SETSOCKOPT);
+SAME(ST_BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_ARRAY);
+SAME(ST_BPF_MAP_TYPE_SK_STORAGE, BPF_MAP_TYPE_SK_STORAGE);
+SAME(ST_BPF_F_NO_PREALLOC, BPF_F_NO_PREALLOC);
+SAME(ST_BPF_SK_STORAGE_GET_F_CREATE, BPF_SK_STORAGE_GET_F_CREATE);
+SAME(ST_BPF_FUNC_map_lookup_elem, BPF_FUNC_map_lookup_elem);
+SAME(ST_BPF_FUNC_sk_storage_get, BPF_FUNC_sk_storage_get);
+SAME(ST_BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_FD);
+SAME(ST_BPF_B + 2 * ST_BPF_JLE, BPF_B + 2 * BPF_JLE);
+#ifdef BPF_ATOMIC /* (headers before Linux 5.12 call it BPF_XADD, the same 0xc0) */
+SAME(ST_BPF_ATOMIC, BPF_ATOMIC);
+#endif
+SAME(ST_SOCK_OPS_SK, offsetof(struct bpf_sock_ops, sk));
+SAME(ST_SOCKOPT_SK, offsetof(struct bpf_sockopt, sk));
+SAME(ST_SOCKOPT_OPTVAL, offsetof(struct bpf_sockopt, optval));
+SAME(ST_SOCKOPT_OPTVAL_END, offsetof(struct bpf_sockopt, optval_end));
+SAME(ST_SOCKOPT_LEVEL, offsetof(struct bpf_sockopt, level));
+SAME(ST_SOCKOPT_OPTNAME, offsetof(struct bpf_sockopt, optname));
+SAME(ST_SOCKOPT_OPTLEN, offsetof(struct bpf_sockopt, optlen));
+SAME(offsetof(struct st_bpf_map_create, map_name), offsetof(union bpf_attr, map_name));
+SAME(offsetof(struct st_bpf_map_create, btf_value_type_id), offsetof(union bpf_attr, btf_value_type_id));
+SAME(offsetof(struct st_bpf_map_elem, value), offsetof(union bpf_attr, value));
+SAME(offsetof(struct st_bpf_map_elem, flags), offsetof(union bpf_attr, flags));
+SAME(offsetof(struct st_bpf_btf_load, btf_log_level), offsetof(union bpf_attr, btf_log_level));
+SAME(offsetof(struct st_bpf_prog_info, nr_map_ids), offsetof(struct bpf_prog_info, nr_map_ids));
+SAME(offsetof(struct st_bpf_prog_info, map_ids), offsetof(struct bpf_prog_info, map_ids));
+#if __has_include(<linux/btf.h>)
+#include <linux/btf.h>
+SAME(ST_BTF_MAGIC + 2 * ST_BTF_KIND_INT + 3 * ST_BTF_INT_SIGNED,
+     BTF_MAGIC + 2 * BTF_KIND_INT + 3 * BTF_INT_SIGNED);
+SAME(sizeof(struct st_btf_header), sizeof(struct btf_header));
+SAME(offsetof(struct st_btf_header, str_len), offsetof(struct btf_header, str_len));
+SAME(sizeof(struct st_btf_type), sizeof(struct btf_type));
+#endif
 #undef SAME
 #endif
 #endif
@@ -78,127 +116,123 @@ static long sys_bpf(int cmd, void *attr, size_t size)
 	return syscall(__NR_bpf, cmd, attr, size);
 }
 
-/* ---- the instructions (the kernel's own macros are not in its uapi headers) ---- */
-
-#define INSN(c, d, s, o, i) \
-	((struct st_bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
-#define MOV_REG(d, s) INSN(ST_BPF_ALU64 | ST_BPF_MOV | ST_BPF_X, d, s, 0, 0)
-#define MOV_IMM(d, i) INSN(ST_BPF_ALU64 | ST_BPF_MOV | ST_BPF_K, d, 0, 0, i)
-#define ADD_IMM(d, i) INSN(ST_BPF_ALU64 | ST_BPF_ADD | ST_BPF_K, d, 0, 0, i)
-#define LDX_W(d, s, o) INSN(ST_BPF_LDX | ST_BPF_MEM | ST_BPF_W, d, s, o, 0)
-#define STX_W(d, s, o) INSN(ST_BPF_STX | ST_BPF_MEM | ST_BPF_W, d, s, o, 0)
-#define STX_DW(d, s, o) INSN(ST_BPF_STX | ST_BPF_MEM | ST_BPF_DW, d, s, o, 0)
-#define ST_W(d, o, i) INSN(ST_BPF_ST | ST_BPF_MEM | ST_BPF_W, d, 0, o, i)
-#define CALL(f) INSN(ST_BPF_JMP | ST_BPF_CALL, 0, 0, 0, f)
-#define EXIT() INSN(ST_BPF_JMP | ST_BPF_EXIT, 0, 0, 0, 0)
-
 enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 }; /* R6: the context; R7: the callback */
 
-/* The program as it is written: instructions, and jumps to labels placed later. */
-#define MAX_LABELS 128
-#define MAX_JUMPS 512
 #define MAX_PORT_RANGES 64 /* runs of SOCKTUNE_PORTS, two compares each */
-struct gen {
-	struct st_bpf_insn *v;
-	int n, max, over;
-	int label[MAX_LABELS], nlabels;
-	struct { int at, label; } jump[MAX_JUMPS];
-	int njumps;
-};
 
-static void emit(struct gen *g, struct st_bpf_insn i)
+/* ---- the instruction writer (cgroup.h), this program's and the hook's (hook.c) ---- */
+
+void cg_emit(struct cg_gen *g, struct st_bpf_insn i)
 {
 	if (g->n < g->max)
 		g->v[g->n] = i;
-	else
-		g->over = 1;
+	else if (!g->over)
+		g->over = CG_OVER_INSNS;
 	g->n++;
 }
 
-static int label(struct gen *g)
+int cg_label(struct cg_gen *g)
 {
-	if (g->nlabels == MAX_LABELS) {
-		g->over = 1;
+	if (g->nlabels == CG_MAX_LABELS) {
+		g->over = g->over ? g->over : CG_OVER_LABELS;
 		return 0;
 	}
 	g->label[g->nlabels] = -1;
 	return g->nlabels++;
 }
 
-static void place(struct gen *g, int l)
+void cg_place(struct cg_gen *g, int l)
 {
 	g->label[l] = g->n;
 }
 
-/* if (reg op imm) goto l; ST_BPF_JA: goto l */
-static void jump(struct gen *g, int op, int reg, int imm, int l)
+static void jump_to(struct cg_gen *g, struct st_bpf_insn i, int l)
 {
-	if (g->njumps == MAX_JUMPS) {
-		g->over = 1;
+	if (g->njumps == CG_MAX_JUMPS) {
+		g->over = g->over ? g->over : CG_OVER_JUMPS;
 		return;
 	}
 	g->jump[g->njumps].at = g->n;
 	g->jump[g->njumps++].label = l;
-	emit(g, INSN(ST_BPF_JMP | op | ST_BPF_K, op == ST_BPF_JA ? 0 : reg, 0, 0, imm));
+	cg_emit(g, i);
 }
 
-/* if ((u32)reg op imm) goto l: the 32-bit compare (Linux 5.1), so that an address word
- * with its top bit set is not compared as a sign-extended 64-bit immediate */
-static void jump32(struct gen *g, int op, int reg, int imm, int l)
+void cg_jump(struct cg_gen *g, int op, int reg, int imm, int l)
 {
-	if (g->njumps == MAX_JUMPS) {
-		g->over = 1;
-		return;
+	jump_to(g, ST_INSN(ST_BPF_JMP | op | ST_BPF_K, op == ST_BPF_JA ? 0 : reg, 0, 0, imm), l);
+}
+
+/* (the 32-bit compare, Linux 5.1: an address word with its top bit set is not compared as
+ * a sign-extended 64-bit immediate) */
+void cg_jump32(struct cg_gen *g, int op, int reg, int imm, int l)
+{
+	jump_to(g, ST_INSN(ST_BPF_JMP32 | op | ST_BPF_K, reg, 0, 0, imm), l);
+}
+
+void cg_jump_reg(struct cg_gen *g, int op, int reg, int src, int l)
+{
+	jump_to(g, ST_INSN(ST_BPF_JMP | op | ST_BPF_X, reg, src, 0, 0), l);
+}
+
+int cg_resolve(struct cg_gen *g, const char *what, char *err, size_t n)
+{
+	/* The tables hold as many labels and jumps as the instructions can use (a jump is an
+	 * instruction), so the count is what binds; a table full is said as what it is. */
+	if (g->over == CG_OVER_LABELS || g->over == CG_OVER_JUMPS) {
+		snprintf(err, n, "%s would need over %d %s (socktune's table of them is full at %d "
+		         "instructions): socktune's bug, report it with this line", what,
+		         g->over == CG_OVER_LABELS ? CG_MAX_LABELS : CG_MAX_JUMPS,
+		         g->over == CG_OVER_LABELS ? "labels" : "jumps", g->n);
+		return -1;
 	}
-	g->jump[g->njumps].at = g->n;
-	g->jump[g->njumps++].label = l;
-	emit(g, INSN(ST_BPF_JMP32 | op | ST_BPF_K, reg, 0, 0, imm));
-}
-
-static void resolve(struct gen *g)
-{
-	for (int k = 0; k < g->njumps && !g->over; k++)
+	if (g->over) {
+		snprintf(err, n, "%s would be over %d instructions (%d): fewer --peer prefixes or "
+		         "--ports runs make it shorter", what, g->max, g->n);
+		return -1;
+	}
+	for (int k = 0; k < g->njumps; k++)
 		g->v[g->jump[k].at].off = (short)(g->label[g->jump[k].label] - g->jump[k].at - 1);
+	return 0;
 }
 
 /* bpf_setsockopt(ctx, level, optname, &val, 4) */
-static void set_int(struct gen *g, int level, int optname, int val)
+static void set_int(struct cg_gen *g, int level, int optname, int val)
 {
-	emit(g, ST_W(R10, -8, val));
-	emit(g, MOV_REG(R1, R6));
-	emit(g, MOV_IMM(R2, level));
-	emit(g, MOV_IMM(R3, optname));
-	emit(g, MOV_REG(R4, R10));
-	emit(g, ADD_IMM(R4, -8));
-	emit(g, MOV_IMM(R5, 4));
-	emit(g, CALL(ST_BPF_FUNC_setsockopt));
+	cg_emit(g, ST_ST(ST_BPF_W, R10, -8, val));
+	cg_emit(g, ST_MOV_REG(R1, R6));
+	cg_emit(g, ST_MOV_IMM(R2, level));
+	cg_emit(g, ST_MOV_IMM(R3, optname));
+	cg_emit(g, ST_MOV_REG(R4, R10));
+	cg_emit(g, ST_ADD_IMM(R4, -8));
+	cg_emit(g, ST_MOV_IMM(R5, 4));
+	cg_emit(g, ST_CALL(ST_BPF_FUNC_setsockopt));
 }
 
 /* bpf_setsockopt(ctx, level, optname, name, 16): the name NUL-padded on the stack, 8 bytes
  * at a time (a 64-bit immediate is two instructions) */
-static void set_name(struct gen *g, int level, int optname, const char *name)
+static void set_name(struct cg_gen *g, int level, int optname, const char *name)
 {
 	char buf[16] = {0};
 	strncpy(buf, name, sizeof buf - 1);
 	for (int half = 0; half < 2; half++) {
 		unsigned long long v;
 		memcpy(&v, buf + 8 * half, 8);
-		emit(g, INSN(ST_BPF_LD | ST_BPF_DW | ST_BPF_IMM, R1, 0, 0, (int)(unsigned)v));
-		emit(g, INSN(0, 0, 0, 0, (int)(unsigned)(v >> 32)));
-		emit(g, STX_DW(R10, R1, -16 + 8 * half));
+		cg_emit(g, ST_INSN(ST_BPF_LD | ST_BPF_DW | ST_BPF_IMM, R1, 0, 0, (int)(unsigned)v));
+		cg_emit(g, ST_INSN(0, 0, 0, 0, (int)(unsigned)(v >> 32)));
+		cg_emit(g, ST_STX(ST_BPF_DW, R10, R1, -16 + 8 * half));
 	}
-	emit(g, MOV_REG(R1, R6));
-	emit(g, MOV_IMM(R2, level));
-	emit(g, MOV_IMM(R3, optname));
-	emit(g, MOV_REG(R4, R10));
-	emit(g, ADD_IMM(R4, -16));
-	emit(g, MOV_IMM(R5, 16));
-	emit(g, CALL(ST_BPF_FUNC_setsockopt));
+	cg_emit(g, ST_MOV_REG(R1, R6));
+	cg_emit(g, ST_MOV_IMM(R2, level));
+	cg_emit(g, ST_MOV_IMM(R3, optname));
+	cg_emit(g, ST_MOV_REG(R4, R10));
+	cg_emit(g, ST_ADD_IMM(R4, -16));
+	cg_emit(g, ST_MOV_IMM(R5, 16));
+	cg_emit(g, ST_CALL(ST_BPF_FUNC_setsockopt));
 }
 
 /* The options of one end (outgoing or accepted), each a setsockopt; IP_TOS is IPV6_TCLASS on
  * an IPv6 socket, chosen by the family the kernel gives the program. */
-static void set_options(struct gen *g, const struct st_policy *p, int outgoing)
+static void set_options(struct cg_gen *g, const struct st_policy *p, int outgoing)
 {
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		long long want;
@@ -209,14 +243,14 @@ static void set_options(struct gen *g, const struct st_policy *p, int outgoing)
 		if (o->flags & ST_O_NAME) {
 			set_name(g, o->bpf_level, o->bpf_optname, st_opt_name(p, i));
 		} else if (o->label6) {
-			int v4 = label(g), done = label(g);
-			emit(g, LDX_W(R2, R6, ST_SOCK_OPS_FAMILY));
-			jump(g, ST_BPF_JNE, R2, AF_INET6, v4);
+			int v4 = cg_label(g), done = cg_label(g);
+			cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_FAMILY));
+			cg_jump(g, ST_BPF_JNE, R2, AF_INET6, v4);
 			set_int(g, o->level6, o->optname6, (int)want);
-			jump(g, ST_BPF_JA, 0, 0, done);
-			place(g, v4);
+			cg_jump(g, ST_BPF_JA, 0, 0, done);
+			cg_place(g, v4);
 			set_int(g, o->bpf_level, o->bpf_optname, (int)want);
-			place(g, done);
+			cg_place(g, done);
 		} else {
 			set_int(g, o->bpf_level, o->bpf_optname, (int)want);
 		}
@@ -242,23 +276,23 @@ static int ports_of(const struct st_policy *p, int outgoing, const uint64_t **bi
 }
 
 /* the port into R2, in host order */
-static void load_port(struct gen *g, int outgoing)
+static void load_port(struct cg_gen *g, int outgoing)
 {
 	if (!outgoing) {
-		emit(g, LDX_W(R2, R6, ST_SOCK_OPS_LOCAL_PORT));
+		cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_LOCAL_PORT));
 		return;
 	}
-	emit(g, LDX_W(R2, R6, ST_SOCK_OPS_REMOTE_PORT));
+	cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_REMOTE_PORT));
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	emit(g, INSN(ST_BPF_ALU64 | ST_BPF_RSH | ST_BPF_K, R2, 0, 0, 16));
-	emit(g, INSN(ST_BPF_ALU | ST_BPF_END | ST_BPF_TO_BE, R2, 0, 0, 16)); /* (a swap here) */
+	cg_emit(g, ST_INSN(ST_BPF_ALU64 | ST_BPF_RSH | ST_BPF_K, R2, 0, 0, 16));
+	cg_emit(g, ST_INSN(ST_BPF_ALU | ST_BPF_END | ST_BPF_TO_BE, R2, 0, 0, 16)); /* (a swap here) */
 #endif
 }
 
 /* if (R2 in bits) fall through, else goto out: a run of ports a compare or two */
-static int ports_check(struct gen *g, const uint64_t *bits, int out, char *err, size_t n)
+static int ports_check(struct cg_gen *g, const uint64_t *bits, int out, char *err, size_t n)
 {
-	int in = label(g), runs = 0;
+	int in = cg_label(g), runs = 0;
 	for (unsigned lo = 0; lo < 65536; lo++) {
 		if (!st_port_in(bits, lo))
 			continue;
@@ -271,18 +305,18 @@ static int ports_check(struct gen *g, const uint64_t *bits, int out, char *err, 
 			return -1;
 		}
 		if (lo == hi) {
-			jump(g, ST_BPF_JEQ, R2, (int)lo, in);
+			cg_jump(g, ST_BPF_JEQ, R2, (int)lo, in);
 		} else {
-			int next = label(g);
-			jump(g, ST_BPF_JLT, R2, (int)lo, next);
-			jump(g, ST_BPF_JGT, R2, (int)hi, next);
-			jump(g, ST_BPF_JA, 0, 0, in);
-			place(g, next);
+			int next = cg_label(g);
+			cg_jump(g, ST_BPF_JLT, R2, (int)lo, next);
+			cg_jump(g, ST_BPF_JGT, R2, (int)hi, next);
+			cg_jump(g, ST_BPF_JA, 0, 0, in);
+			cg_place(g, next);
 		}
 		lo = hi;
 	}
-	jump(g, ST_BPF_JA, 0, 0, out);
-	place(g, in);
+	cg_jump(g, ST_BPF_JA, 0, 0, out);
+	cg_place(g, in);
 	return 0;
 }
 
@@ -299,57 +333,57 @@ static void prefix_word(const struct cli_peer *pr, int w, uint32_t *net, uint32_
 }
 
 /* R2 = the word at off; if ((R2 & mask) != net) goto miss */
-static void word_check(struct gen *g, int off, uint32_t net, uint32_t mask, int miss)
+static void word_check(struct cg_gen *g, int off, uint32_t net, uint32_t mask, int miss)
 {
-	emit(g, LDX_W(R2, R6, off));
+	cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, off));
 	if (mask != 0xffffffffu)
-		emit(g, INSN(ST_BPF_ALU | ST_BPF_AND | ST_BPF_K, R2, 0, 0, (int)mask));
-	jump32(g, ST_BPF_JNE, R2, (int)net, miss);
+		cg_emit(g, ST_INSN(ST_BPF_ALU | ST_BPF_AND | ST_BPF_K, R2, 0, 0, (int)mask));
+	cg_jump32(g, ST_BPF_JNE, R2, (int)net, miss);
 }
 
-static void peers_check(struct gen *g, const struct cli_peer *peers, int npeers, int out)
+static void peers_check(struct cg_gen *g, const struct cli_peer *peers, int npeers, int out)
 {
-	int in = label(g);
+	int in = cg_label(g);
 	uint32_t ffff;
 	memcpy(&ffff, (const unsigned char[4]){0, 0, 0xff, 0xff}, 4);
 	for (int k = 0; k < npeers; k++) {
 		const struct cli_peer *pr = &peers[k];
-		int miss = label(g);
+		int miss = cg_label(g);
 		uint32_t net, mask;
 		if (pr->family == AF_INET) {
-			int v6 = label(g), cmp = label(g);
+			int v6 = cg_label(g), cmp = cg_label(g);
 			prefix_word(pr, 0, &net, &mask);
-			emit(g, LDX_W(R2, R6, ST_SOCK_OPS_FAMILY));
-			jump(g, ST_BPF_JNE, R2, AF_INET, v6);
-			emit(g, LDX_W(R3, R6, ST_SOCK_OPS_REMOTE_IP4));
-			jump(g, ST_BPF_JA, 0, 0, cmp);
-			place(g, v6); /* ::ffff:a.b.c.d */
-			jump(g, ST_BPF_JNE, R2, AF_INET6, miss);
+			cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_FAMILY));
+			cg_jump(g, ST_BPF_JNE, R2, AF_INET, v6);
+			cg_emit(g, ST_LDX(ST_BPF_W, R3, R6, ST_SOCK_OPS_REMOTE_IP4));
+			cg_jump(g, ST_BPF_JA, 0, 0, cmp);
+			cg_place(g, v6); /* ::ffff:a.b.c.d */
+			cg_jump(g, ST_BPF_JNE, R2, AF_INET6, miss);
 			word_check(g, ST_SOCK_OPS_REMOTE_IP6, 0, 0xffffffffu, miss);
 			word_check(g, ST_SOCK_OPS_REMOTE_IP6 + 4, 0, 0xffffffffu, miss);
 			word_check(g, ST_SOCK_OPS_REMOTE_IP6 + 8, ffff, 0xffffffffu, miss);
-			emit(g, LDX_W(R3, R6, ST_SOCK_OPS_REMOTE_IP6 + 12));
-			place(g, cmp);
+			cg_emit(g, ST_LDX(ST_BPF_W, R3, R6, ST_SOCK_OPS_REMOTE_IP6 + 12));
+			cg_place(g, cmp);
 			if (mask != 0xffffffffu)
-				emit(g, INSN(ST_BPF_ALU | ST_BPF_AND | ST_BPF_K, R3, 0, 0, (int)mask));
-			jump32(g, ST_BPF_JNE, R3, (int)net, miss);
+				cg_emit(g, ST_INSN(ST_BPF_ALU | ST_BPF_AND | ST_BPF_K, R3, 0, 0, (int)mask));
+			cg_jump32(g, ST_BPF_JNE, R3, (int)net, miss);
 		} else {
-			emit(g, LDX_W(R2, R6, ST_SOCK_OPS_FAMILY));
-			jump(g, ST_BPF_JNE, R2, AF_INET6, miss);
+			cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_FAMILY));
+			cg_jump(g, ST_BPF_JNE, R2, AF_INET6, miss);
 			for (int w = 0; w < 4 && 32 * w < pr->len; w++) {
 				prefix_word(pr, w, &net, &mask);
 				word_check(g, ST_SOCK_OPS_REMOTE_IP6 + 4 * w, net, mask, miss);
 			}
 		}
-		jump(g, ST_BPF_JA, 0, 0, in);
-		place(g, miss);
+		cg_jump(g, ST_BPF_JA, 0, 0, in);
+		cg_place(g, miss);
 	}
-	jump(g, ST_BPF_JA, 0, 0, out);
-	place(g, in);
+	cg_jump(g, ST_BPF_JA, 0, 0, out);
+	cg_place(g, in);
 }
 
 /* Out of the scope of sc for that end: goto out. */
-static int in_scope(struct gen *g, const struct scope *sc, int outgoing, int out, char *err,
+static int in_scope(struct cg_gen *g, const struct scope *sc, int outgoing, int out, char *err,
                     size_t n)
 {
 	const uint64_t *bits;
@@ -365,40 +399,57 @@ static int in_scope(struct gen *g, const struct scope *sc, int outgoing, int out
 
 /* A reply to callback op: value, for accepted connections (a request socket: no full socket
  * yet) and, with client, outgoing ones, each in its scope. */
-static int reply(struct gen *g, const struct scope *sc, int op, int value, int client, int out,
+static int reply(struct cg_gen *g, const struct scope *sc, int op, int value, int client, int out,
                  char *err, size_t n)
 {
-	int next = label(g), active = label(g);
-	jump(g, ST_BPF_JNE, R7, op, next);
-	emit(g, LDX_W(R2, R6, ST_SOCK_OPS_IS_FULLSOCK));
-	jump(g, ST_BPF_JNE, R2, 0, client ? active : out);
+	int next = cg_label(g), active = cg_label(g);
+	cg_jump(g, ST_BPF_JNE, R7, op, next);
+	cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCK_OPS_IS_FULLSOCK));
+	cg_jump(g, ST_BPF_JNE, R2, 0, client ? active : out);
 	for (int outgoing = 0; outgoing <= client; outgoing++) {
 		if (outgoing)
-			place(g, active);
+			cg_place(g, active);
 		if (in_scope(g, sc, outgoing, out, err, n) != 0)
 			return -1;
-		emit(g, MOV_IMM(R2, value));
-		emit(g, STX_W(R6, R2, ST_SOCK_OPS_REPLY));
-		jump(g, ST_BPF_JA, 0, 0, out);
+		cg_emit(g, ST_MOV_IMM(R2, value));
+		cg_emit(g, ST_STX(ST_BPF_W, R6, R2, ST_SOCK_OPS_REPLY));
+		cg_jump(g, ST_BPF_JA, 0, 0, out);
 	}
 	if (!client)
-		place(g, active); /* (unused) */
-	place(g, next);
+		cg_place(g, active); /* (unused) */
+	cg_place(g, next);
 	return 0;
 }
 
-int cg_prog_build(const struct st_policy *p, int client, long long hz,
-                  const struct cli_peer *peers, int npeers, void *insns, int max, char *err,
-                  size_t n)
+/* The socket marked in mark_fd (hook.c's map of the connections tuned, which its setsockopt
+ * hook holds): value, 1 accepted or 2 outgoing.  A socket the kernel gives no storage for
+ * (memory) is tuned all the same, not held. */
+static void mark(struct cg_gen *g, int mark_fd, int value)
 {
-	struct gen g = {.v = insns, .max = max};
+	int skip = cg_label(g);
+	cg_emit(g, ST_LDX(ST_BPF_DW, R2, R6, ST_SOCK_OPS_SK)); /* (NULL: not a full socket) */
+	cg_jump(g, ST_BPF_JEQ, R2, 0, skip);
+	cg_emit(g, ST_INSN(ST_BPF_LD | ST_BPF_DW | ST_BPF_IMM, R1, ST_BPF_PSEUDO_MAP_FD, 0, mark_fd));
+	cg_emit(g, ST_INSN(0, 0, 0, 0, 0));
+	cg_emit(g, ST_MOV_IMM(R3, 0));
+	cg_emit(g, ST_MOV_IMM(R4, ST_BPF_SK_STORAGE_GET_F_CREATE));
+	cg_emit(g, ST_CALL(ST_BPF_FUNC_sk_storage_get));
+	cg_jump(g, ST_BPF_JEQ, R0, 0, skip);
+	cg_emit(g, ST_ST(ST_BPF_W, R0, 0, value));
+	cg_place(g, skip);
+}
+
+static int build(const struct st_policy *p, int client, long long hz, const struct cli_peer *peers,
+                 int npeers, int mark_fd, void *insns, int max, char *err, size_t n)
+{
+	struct cg_gen g = {.v = insns, .max = max};
 	struct scope sc = {.p = p, .peers = peers, .npeers = npeers};
-	int out = label(&g), passive = label(&g), active = label(&g), connect = label(&g);
+	int out = cg_label(&g), passive = cg_label(&g), active = cg_label(&g), connect = cg_label(&g);
 	long long syncnt = 0;
 	int want_syncnt = client && cg_sets(p, ST_V_SYNCNT, 1, &syncnt);
 
-	emit(&g, MOV_REG(R6, R1));
-	emit(&g, LDX_W(R7, R6, ST_SOCK_OPS_OP));
+	cg_emit(&g, ST_MOV_REG(R6, R1));
+	cg_emit(&g, ST_LDX(ST_BPF_W, R7, R6, ST_SOCK_OPS_OP));
 	if (st_has(p, ST_V_SYN_RTO)) {
 		if (hz <= 0) {
 			snprintf(err, n, "--%s: the kernel's HZ is unknown here (socktune finds it with "
@@ -413,40 +464,48 @@ int cg_prog_build(const struct st_policy *p, int client, long long hz,
 	if (st_has(p, ST_V_INITRWND) &&
 	    reply(&g, &sc, ST_SOCK_OPS_RWND_INIT, (int)p->num[ST_V_INITRWND], client, out, err, n))
 		return -1;
-	jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_PASSIVE_ESTABLISHED_CB, passive);
+	cg_jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_PASSIVE_ESTABLISHED_CB, passive);
 	if (client)
-		jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_ACTIVE_ESTABLISHED_CB, active);
+		cg_jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_ACTIVE_ESTABLISHED_CB, active);
 	if (want_syncnt)
-		jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_TCP_CONNECT_CB, connect);
-	place(&g, out);
-	emit(&g, MOV_IMM(R0, 1));
-	emit(&g, EXIT());
+		cg_jump(&g, ST_BPF_JEQ, R7, ST_SOCK_OPS_TCP_CONNECT_CB, connect);
+	cg_place(&g, out);
+	cg_emit(&g, ST_MOV_IMM(R0, 1));
+	cg_emit(&g, ST_EXIT());
 
-	place(&g, passive);
+	cg_place(&g, passive);
 	if (in_scope(&g, &sc, 0, out, err, n) != 0)
 		return -1;
+	if (mark_fd >= 0)
+		mark(&g, mark_fd, CG_MARK_ACCEPTED);
 	set_options(&g, p, 0);
-	jump(&g, ST_BPF_JA, 0, 0, out);
+	cg_jump(&g, ST_BPF_JA, 0, 0, out);
 	if (client) {
-		place(&g, active);
+		cg_place(&g, active);
 		if (in_scope(&g, &sc, 1, out, err, n) != 0)
 			return -1;
+		if (mark_fd >= 0)
+			mark(&g, mark_fd, CG_MARK_OUTGOING);
 		set_options(&g, p, 1);
-		jump(&g, ST_BPF_JA, 0, 0, out);
+		cg_jump(&g, ST_BPF_JA, 0, 0, out);
 	}
 	if (want_syncnt) {
-		place(&g, connect);
+		cg_place(&g, connect);
 		if (in_scope(&g, &sc, 1, out, err, n) != 0)
 			return -1;
 		set_int(&g, IPPROTO_TCP, st_sockopts[ST_V_SYNCNT].bpf_optname, (int)syncnt);
-		jump(&g, ST_BPF_JA, 0, 0, out);
+		cg_jump(&g, ST_BPF_JA, 0, 0, out);
 	}
-	if (g.over) {
-		snprintf(err, n, "the program would be over %d instructions", max);
+	if (cg_resolve(&g, "the program", err, n) != 0)
 		return -1;
-	}
-	resolve(&g);
 	return g.n;
+}
+
+int cg_prog_build(const struct st_policy *p, int client, long long hz,
+                  const struct cli_peer *peers, int npeers, void *insns, int max, char *err,
+                  size_t n)
+{
+	return build(p, client, hz, peers, npeers, -1, insns, max, err, n);
 }
 
 /* The verifier's last line that says something (its log ends with a summary and blanks). */
@@ -465,22 +524,17 @@ static const char *last_words(char *log)
 	return line ? line + 1 : log;
 }
 
-int cg_prog_load(const struct st_policy *p, int client, long long hz,
-                 const struct cli_peer *peers, int npeers, int *count, char *err, size_t n)
+int cg_insns_load(int type, int attach, const char *name, const void *insns, int cnt,
+                  const char *what, const char *needs, char *err, size_t n)
 {
-	static struct st_bpf_insn insns[CG_MAX_INSNS];
-	int cnt = cg_prog_build(p, client, hz, peers, npeers, insns, CG_MAX_INSNS, err, n);
-	if (cnt < 0)
-		return -1;
-	*count = cnt;
 	struct st_bpf_prog_load a = {
-		.prog_type = ST_BPF_PROG_TYPE_SOCK_OPS,
-		.expected_attach_type = ST_BPF_CGROUP_SOCK_OPS,
+		.prog_type = (uint32_t)type,
+		.expected_attach_type = (uint32_t)attach,
 		.insns = (uintptr_t)insns,
 		.insn_cnt = (uint32_t)cnt,
 		.license = (uintptr_t)"GPL", /* bpf_setsockopt is a GPL-only helper */
 	};
-	memcpy(a.prog_name, CG_PROG_NAME, sizeof CG_PROG_NAME);
+	snprintf(a.prog_name, sizeof a.prog_name, "%s", name);
 	int fd = (int)sys_bpf(ST_BPF_PROG_LOAD, &a, sizeof a);
 	if (fd >= 0)
 		return fd;
@@ -508,10 +562,32 @@ int cg_prog_load(const struct st_policy *p, int client, long long hz,
 		         "(setcap cap_bpf,cap_net_admin+ep, or systemd's AmbientCapabilities=)", strerror(e));
 		return -1;
 	}
-	snprintf(err, n, "the kernel refused the sock_ops program (%d instructions): %s%s%s%s; a "
-	         "kernel without sock_ops or bpf_setsockopt (Linux 4.13) cannot run it, else it is "
-	         "socktune's bug: report it with this line", cnt, strerror(e),
+	snprintf(err, n, "the kernel refused %s (%d instructions): %s%s%s%s; %s, else it is "
+	         "socktune's bug: report it with this line", what, cnt, strerror(e),
 	         log[0] ? "; the verifier says: \"" : "", log[0] ? last_words(log) : "",
-	         log[0] ? "\"" : "");
+	         log[0] ? "\"" : "", needs);
 	return -1;
+}
+
+int cg_prog_load_marked(const struct st_policy *p, int client, long long hz,
+                        const struct cli_peer *peers, int npeers, int mark_fd, int *count,
+                        char *err, size_t n)
+{
+	static struct st_bpf_insn insns[CG_MAX_INSNS];
+	int cnt = build(p, client, hz, peers, npeers, mark_fd, insns, CG_MAX_INSNS, err, n);
+	if (cnt < 0)
+		return -1;
+	*count = cnt;
+	return cg_insns_load(ST_BPF_PROG_TYPE_SOCK_OPS, ST_BPF_CGROUP_SOCK_OPS, CG_PROG_NAME, insns,
+	                     cnt, "the sock_ops program",
+	                     mark_fd >= 0 ? "a kernel without sock_ops, bpf_setsockopt (Linux 4.13) "
+	                                    "or bpf_sk_storage_get there (5.3) cannot run it"
+	                                  : "a kernel without sock_ops or bpf_setsockopt (Linux "
+	                                    "4.13) cannot run it", err, n);
+}
+
+int cg_prog_load(const struct st_policy *p, int client, long long hz,
+                 const struct cli_peer *peers, int npeers, int *count, char *err, size_t n)
+{
+	return cg_prog_load_marked(p, client, hz, peers, npeers, -1, count, err, n);
 }

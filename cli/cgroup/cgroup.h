@@ -18,6 +18,7 @@
 #include "socktune.h"
 #include "cli.h"
 #include "bpfhost.h"
+#include "bpf_abi.h"
 
 /* ---- bpf.c ---- */
 
@@ -32,6 +33,40 @@ int cg_prog_build(const struct st_policy *p, int client, long long hz,
  * or -1 with err (the verifier's last words quoted, or what the kernel refused and why). */
 int cg_prog_load(const struct st_policy *p, int client, long long hz,
                  const struct cli_peer *peers, int npeers, int *count, char *err, size_t n);
+/* The same, each connection it tunes marked in mark_fd (hook.c's BPF_MAP_TYPE_SK_STORAGE
+ * map): CG_MARK_ACCEPTED, CG_MARK_OUTGOING (-1: unmarked, as cg_prog_load). */
+enum { CG_MARK_ACCEPTED = 1, CG_MARK_OUTGOING = 2 };
+int cg_prog_load_marked(const struct st_policy *p, int client, long long hz,
+                        const struct cli_peer *peers, int npeers, int mark_fd, int *count,
+                        char *err, size_t n);
+/* Load insns[cnt] as a program of type and expected attach type, named name: its descriptor,
+ * or -1 with err (what: "the sock_ops program"; needs: the kernel it takes, said when the
+ * kernel refuses it). */
+int cg_insns_load(int type, int attach, const char *name, const void *insns, int cnt,
+                  const char *what, const char *needs, char *err, size_t n);
+
+/* The instruction writer of both programs: instructions, and jumps to labels placed later.
+ * Its tables hold as many labels and jumps as the instructions can use (a jump is an
+ * instruction), so that the instruction count is the limit that binds. */
+#define CG_MAX_LABELS (CG_MAX_INSNS + 16)
+#define CG_MAX_JUMPS CG_MAX_INSNS
+enum { CG_OVER_INSNS = 1, CG_OVER_LABELS, CG_OVER_JUMPS };
+struct cg_gen {
+	struct st_bpf_insn *v;
+	int n, max, over; /* over: the first limit passed (CG_OVER_*), 0 */
+	int label[CG_MAX_LABELS], nlabels;
+	struct { int at, label; } jump[CG_MAX_JUMPS];
+	int njumps;
+};
+void cg_emit(struct cg_gen *g, struct st_bpf_insn i);
+int cg_label(struct cg_gen *g);
+void cg_place(struct cg_gen *g, int l);
+/* if (reg op imm) goto l (ST_BPF_JA: goto l); cg_jump32: (u32)reg; cg_jump_reg: reg op src */
+void cg_jump(struct cg_gen *g, int op, int reg, int imm, int l);
+void cg_jump32(struct cg_gen *g, int op, int reg, int imm, int l);
+void cg_jump_reg(struct cg_gen *g, int op, int reg, int src, int l);
+/* The jumps resolved: 0, or -1 with err naming the limit passed (what: "the program"). */
+int cg_resolve(struct cg_gen *g, const char *what, char *err, size_t n);
 /* ---- hook.c: the programs of a policy together: the sock_ops program (bpf.c), and the
  * CGROUP_SOCKOPT program at BPF_CGROUP_SETSOCKOPT (Linux 5.3) that holds its values against
  * the app's own setsockopt on the connections the sock_ops program tuned, counting each
@@ -58,6 +93,23 @@ void cg_progs_close(struct cg_progs *g);
 int cg_progs_attach(const struct cg_progs *g, int cgroup_fd, char *err, size_t n);
 /* Detach both from cgroup_fd (one already gone is no error): 0, or -1 with errno. */
 int cg_progs_detach(const struct cg_progs *g, int cgroup_fd);
+/* The ends (bit 0: accepted, bit 1: outgoing) on which the hook holds option i of p. */
+int cg_hold_ends(const struct st_policy *p, int client, int i);
+/* What the hook refused of held option k (an index of g->held) on end (0: accepted, 1:
+ * outgoing): the app's calls whose value it replaced, and the app's last value (a name
+ * option's: name).  0, or -1 (no hook, or the map not read). */
+struct cg_override {
+	unsigned long long count;
+	long long last;
+	char name[16];
+};
+int cg_progs_count(const struct cg_progs *g, int k, int end, struct cg_override *o);
+/* The wrapper's word on them: one event=app-override line for each held option and end the
+ * first time its count is not 0 (said[k][end]: the count said, 0 at first), and with final
+ * one more with the totals, for each counted.  One map lookup per held option and end. */
+void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int client,
+                   const char *dir, unsigned long long said[][2], int final);
+
 
 /* ---- cgroup.c ---- */
 

@@ -31,19 +31,25 @@
 
 struct cg_state {
 	char dir[4096];
-	int made, cgroup_fd, prog_fd, link_fd;
+	int made, cgroup_fd;
+	int prog_fd, link_fd;    /* (unused: the programs are in g once loaded) */
+	int loaded, attached;    /* g holds the programs; they are attached to cgroup_fd */
+	struct cg_progs g;       /* the sock_ops program and the setsockopt hook */
+	unsigned long long said[ST_O_COUNT][2]; /* the hook's counts said (tick) */
 };
 
-/* Detach (the link closed), unload, and remove the cgroup made: nothing of ours is left. */
+/* Detach (the sock_ops program, then the hook), unload, and remove the cgroup made: nothing
+ * of ours is left. */
 static void undo(struct cg_state *s)
 {
-	if (s->link_fd >= 0)
-		close(s->link_fd);
-	if (s->prog_fd >= 0)
-		close(s->prog_fd);
+	if (s->attached && cg_progs_detach(&s->g, s->cgroup_fd) != 0)
+		fprintf(stderr, "socktune: --cgroup: detaching from %s: %s\n", s->dir, strerror(errno));
+	if (s->loaded)
+		cg_progs_close(&s->g);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);
-	s->link_fd = s->prog_fd = s->cgroup_fd = -1;
+	s->cgroup_fd = -1;
+	s->attached = s->loaded = 0;
 	char err[400];
 	if (s->made && cg_remove(s->dir, REMOVE_WAIT_MS, err, sizeof err) != 0)
 		fprintf(stderr, "socktune: --cgroup: %s\n", err);
@@ -54,13 +60,19 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 {
 	static struct host h;
 	char err[1024];
-	int insns = 0;
 	read_host(&h);
-	s->prog_fd = cg_prog_load(p, st_on(p, ST_V_CLIENT), h.hz, c->peer, c->npeers, &insns, err, sizeof err);
-	if (s->prog_fd < 0) {
+	if (cg_progs_load(p, st_on(p, ST_V_CLIENT), h.hz, c->peer, c->npeers, &s->g, err,
+	                  sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: %s\n", err);
 		return -1;
 	}
+	s->loaded = 1;
+	if (s->g.hook_fd < 0 && s->g.hook_why[0])
+		fprintf(stderr, "socktune: --cgroup: the program's own setsockopt is not held (%s): a "
+		        "server that sets an option back on each connection (TCP_NODELAY=0, as hyper "
+		        "and Erlang's inets do) undoes the policy there; the preload holds it "
+		        "(socktune --nodelay PROGRAM, the same options without --cgroup)\n",
+		        s->g.hook_why);
 	if (c->cgroup_path) {
 		snprintf(s->dir, sizeof s->dir, "%s", c->cgroup_path);
 	} else {
@@ -87,12 +99,12 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
 		return -1;
 	}
-	s->link_fd = cg_link_create(s->prog_fd, s->cgroup_fd, err, sizeof err);
-	if (s->link_fd < 0) {
+	if (cg_progs_attach(&s->g, s->cgroup_fd, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, err);
 		return -1;
 	}
-	return cg_readback(s->dir, p, st_on(p, ST_V_CLIENT), &h, insns, cg_prog_id(s->prog_fd), c->peer,
+	s->attached = 1;
+	return cg_readback(s->dir, p, st_on(p, ST_V_CLIENT), &h, s->g.insns, s->g.ops_id, c->peer,
 	                   c->npeers) == 0
 	               ? 0 : -1;
 }
@@ -122,10 +134,8 @@ static void child(const struct cli *c, const char *dir, int said, int go, const 
 #define TICK_MS 250
 static void tick(struct cg_state *s, const struct cli *c, const struct st_policy *p, int final)
 {
-	(void)s;
 	(void)c;
-	(void)p;
-	(void)final;
+	cg_progs_tell(&s->g, p, st_on(p, ST_V_CLIENT), s->dir, s->said, final);
 }
 
 /* The processes the program left when it exited (a daemon, a helper that ends later), ours

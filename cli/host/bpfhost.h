@@ -33,6 +33,19 @@ int cg_query(int cgroup_fd, unsigned *ids, int max);
 int cg_prog_name(unsigned id, char *name, size_t n);
 /* The id of the program prog_fd, or 0. */
 unsigned cg_prog_id(int prog_fd);
+/* cg_prog_attach and cg_prog_detach for attach type (ST_BPF_CGROUP_SETSOCKOPT, ...), by the
+ * program's descriptor: 0, or -1 with errno (and err). */
+int cg_attach_type(int prog_fd, int cgroup_fd, int type, char *err, size_t n);
+int cg_detach_type(int prog_fd, int cgroup_fd, int type);
+/* A map (BPF_MAP_CREATE; btf_fd >= 0: its key and value are the BTF's type 1, as
+ * cg_btf_int's): its descriptor, or -1 with errno. */
+int cg_map_create(int type, unsigned key_size, unsigned value_size, unsigned max_entries,
+                  unsigned flags, int btf_fd, const char *name);
+/* BPF_MAP_LOOKUP_ELEM: 0, or -1 with errno. */
+int cg_map_lookup(int map_fd, const void *key, void *value);
+/* The smallest BTF that a BPF_MAP_TYPE_SK_STORAGE map needs: type 1, INT "int" (4 bytes).
+ * Its descriptor, or -1 with errno. */
+int cg_btf_int(void);
 
 /* ---- bpfread.c ---- */
 
