@@ -377,7 +377,6 @@ refused cgroup_refuses_rejected_value "the kernel did not apply delack_max_us.wa
 	refused cgroup_refuses_root_cgroup "the root cgroup, the whole host" -- \
 		"$CLI" --cgroup --cgroup-path "$CG_ROOT" --initcwnd 40
 refused cgroup_refuses_quickack "use the preload" -- "$CLI" --cgroup --quickack
-refused cgroup_refuses_backlog "socktune --attach" -- "$CLI" --cgroup --backlog 4096
 refused cgroup_refuses_ttl_env "SOCKTUNE_TTL" SOCKTUNE_TTL=9 -- "$CLI" --cgroup --nodelay
 for o in "--initcwnd 40" "--initrwnd 20" "--syn-rto 200ms" "--cwnd-clamp 50"; do
 	oname=$(echo "$o" | cut -d' ' -f1 | tr -d -)

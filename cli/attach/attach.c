@@ -123,6 +123,8 @@ static int on_new(const struct svc_sock *s, const struct holder *h, size_t nh, v
 			continue;
 		}
 		attach_say(t, s, h[k].pid, h[k].fd, &r);
+		if (s->kind == SVC_LISTENER)
+			attach_reset_add(t, s, h[k].pid, h[k].fd, &r);
 		if (s->kind == SVC_ACCEPTED && attach_watch_wanted(t))
 			attach_watch_add(t, t->cur, s, h[k].pid, h[k].fd);
 		for (size_t j = 0; s->kind == SVC_LISTENER && !t->wrapper && j < nh; j++)
@@ -362,13 +364,17 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 			            "by no process this user may see, not tuned: another user's process needs "
 			            "the same uid or CAP_SYS_PTRACE (its /proc/PID/fd)", a->targets[k],
 			            svc->unheld, svc->listeners, port);
+		attach_reset_arm(&t, svc); /* (its listeners tuned: the connections made before noted) */
 		for (size_t j = 0; a->follow && scope == SVC_PORT && j < svc->pids.n; j++)
 			add_root(&roots, &nroots, svc->pids.v[j]);
 		if (!a->follow)
 			let_go(&t, svc, roots, &nroots);
 	}
-	if (!t.write_err && fflush(stdout) == 0) /* (the lines first: the look takes a second) */
+	if (!t.write_err && fflush(stdout) == 0) { /* (the lines first: the looks take a second) */
 		attach_watch_check(&t);
+		attach_reset_wait(&t, 0); /* (done already when the watch took its second) */
+	}
+	attach_reset_end(&t);
 	if (a->follow && !t.write_err)
 		follow(&t, svcs, nsvc, roots, nroots);
 	for (size_t k = 0; k < nsvc; k++)

@@ -44,6 +44,9 @@ struct attach_state {
 	struct rec *doc, *sockets, *warnings;
 	char error[256]; /* --json: the first failure, the document's "error" */
 	int said_quickack;
+	struct attach_resets *resets; /* listeners whose new connections are read back
+	                               * (attachreset.c) */
+	int reset_over;               /* that look is over: later listeners are not added */
 };
 
 /* What the service look asks for under t's options. */
@@ -90,6 +93,22 @@ void attach_watch_add(struct attach_state *t, const struct service *svc, const s
 /* Two samples of the watched connections a second apart; a line on t->err for each listener
  * whose peers show the stall (doctor's rule), with the fix. */
 void attach_watch_check(struct attach_state *t);
+
+/* ---- attachreset.c: after a listener is tuned, does the program set its own value on each
+ * connection it accepts (TCP_NODELAY off: hyper 0.14, Erlang inets)? ---- */
+
+struct attach_tuned;
+/* Listener s, tuned (r): its new connections to be read back (not in the wrapper, nor in a
+ * dry run, nor once the look is over). */
+void attach_reset_add(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
+                      const struct attach_tuned *r);
+/* Right after target's listeners were tuned: the connections made before are noted. */
+void attach_reset_arm(struct attach_state *t, const struct service *target);
+/* The look at the connections made since: at most a second, less once each listener is
+ * judged; full: the whole second all the same (attachwatch.c samples across it). */
+void attach_reset_wait(struct attach_state *t, int full);
+/* A warning for each listener whose connections the program reset; all closed. */
+void attach_reset_end(struct attach_state *t);
 
 /* ---- attachtune.c: one socket, through a copy ---- */
 

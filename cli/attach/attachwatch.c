@@ -133,9 +133,7 @@ void attach_watch_check(struct attach_state *t)
 		return;
 	sample_all(t, 0);
 	double t0 = now_s();
-	struct timespec gap = {1, 0};
-	while (nanosleep(&gap, &gap) != 0 && errno == EINTR)
-		;
+	attach_reset_wait(t, 1); /* (the second between the samples: attachreset.c's look too) */
 	sample_all(t, 1);
 	double seconds = now_s() - t0;
 	for (size_t k = 0; k < t->nwatch; k++) {
