@@ -1,0 +1,124 @@
+#!/bin/sh
+# The cgroup mode holds its values against the program's own setsockopt: a server that sets
+# TCP_NODELAY=0 on every connection it accepts (as hyper 0.14 and Erlang's inets do), under
+# socktune --cgroup --nodelay, reads NODELAY 1 on its connections after its own reset, and its
+# two-write keep-alive responses do not wait for the client's delayed ACK (a count of slow
+# requests, against the same server run plainly, where they do); the override is counted and
+# said (event=app-override ... count=N action=refused), the call itself succeeds; a server
+# that sets the policy's own value is not counted; an outgoing connection the program did not
+# tune (no --client) keeps the app's value, one it tuned (--client) is held; IPv6 too.
+# Afterwards nothing of ours is left (the cgroup gone, both programs unloaded).  The sock_ops
+# program's size is bound by its instruction count alone: 7 IPv4 peers with --client
+# --syn-rto --initrwnd load; 16 are refused naming the count.
+. "$(dirname "$0")/lib.sh"
+
+BPFQ=$BIN/bpfq
+RS=$BIN/resetsrv
+REQS=30
+
+"$CLI" --cgroup --nodelay -- true 2>"$TMP/probe.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+	skip cgroup_hold "this machine cannot run socktune --cgroup (status $rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
+	exit 0
+fi
+if grep -q 'setsockopt is not held' "$TMP/probe.err"; then
+	skip cgroup_hold "the kernel refused the setsockopt hook here: $(grep 'not held' "$TMP/probe.err")"
+	exit 0
+fi
+
+# rs NAME CMD...: CMD (resetsrv, wrapped or not) in the background; RS_PID, RS_PORT
+rs() {
+	_n=$1
+	shift
+	"$@" >"$TMP/$_n.out" 2>"$TMP/$_n.err" &
+	RS_PID=$!
+	busywait 5000 grep -qs '^PORT ' "$TMP/$_n.out"
+	RS_PORT=$(sed -n 's/^PORT //p' "$TMP/$_n.out")
+}
+# kc NAME [FAMILY]: REQS keep-alive requests on one connection; the count over 30 ms
+kc() {
+	"$BIN/kaclient" http -n $REQS -t 30 -T 15 "$(host_of "${2:-4}")" "$RS_PORT" >"$TMP/$1.kc" 2>&1
+	sed -n 's/.* over=\([0-9]*\) .*/\1/p' "$TMP/$1.kc"
+}
+# hook_of ERRFILE: the hook attached to the cgroup the running wrapper's log names
+hook_of() {
+	_dir=$(sed -n 's/.* event=cgroup cgroup=\([^ ]*\) .*/\1/p' "$1" | head -n 1)
+	[ -n "$_dir" ] && "$BPFQ" attached "$_dir" setsockopt | sed -n 's/^\([0-9]*\) socktune_hold$/\1/p'
+}
+# nothing_left NAME ERRFILE HOOK_IDS: the cgroup the log names gone, the sock_ops program it
+# names and the hook ids attached there while it ran no longer loaded
+nothing_left() {
+	_dir=$(sed -n 's/.* event=cgroup cgroup=\([^ ]*\) .*/\1/p' "$2" | head -n 1)
+	_id=$(sed -n 's/.* prog_id=\([0-9]*\) .*/\1/p' "$2" | head -n 1)
+	busywait 2000 sh -c "! '$BPFQ' loaded socktune | grep -qx '${_id:-x}' && ! '$BPFQ' loaded socktune_hold | grep -qxE '$(echo $3 | tr ' ' '|')'"
+	_left=$( ("$BPFQ" loaded socktune; "$BPFQ" loaded socktune_hold) | grep -cxE "${_id:-x}|$(echo ${3:-x} | tr ' ' '|')")
+	check "$1" "after the exit: $_dir $([ -e "$_dir" ] && echo "still there" || echo gone); of programs $_id (sock_ops) and ${3:-none} (hook): $_left still loaded" \
+		-n "$_dir" -a ! -e "$_dir" -a -n "$3" -a "$_left" = 0
+}
+
+# ---- the server alone: its reset leaves Nagle on, each two-write response waits
+rs plain "$RS" -n 1 -t 20
+plain_over=$(kc plain)
+wait $RS_PID
+check cgroup_hold.stall_without "NODELAY after its reset: $(grep '^CONN' "$TMP/plain.out"); $(cat "$TMP/plain.kc") (want most of $REQS over 30 ms)" \
+	-n "$(grep '^CONN nodelay=0 set=0' "$TMP/plain.out")" -a "${plain_over:-0}" -ge $((REQS / 2))
+
+# ---- under --cgroup --nodelay, IPv4 and IPv6: held, not stalled, counted and said
+for fam in 4 6; do
+	rs held$fam "$CLI" --cgroup --nodelay -- "$RS" -$fam -n 1 -t 20
+	hooks=$(hook_of "$TMP/held$fam.err")
+	over=$(kc held$fam $fam)
+	wait $RS_PID
+	rc=$?
+	echo "INFO cgroup_hold_v$fam: requests over 30 ms: plain $plain_over of $REQS, --cgroup --nodelay ${over:-?} of $REQS"
+	check cgroup_hold_v$fam.nodelay_after_reset "$(grep -E '^(CONN|DONE)' "$TMP/held$fam.out" | tr '\n' ' ') status $rc: $(grep -v 'event=' "$TMP/held$fam.err" | head -c 300)" \
+		-n "$(grep '^CONN nodelay=1 set=0' "$TMP/held$fam.out")" -a "$rc" = 0
+	check cgroup_hold_v$fam.not_stalled "$(cat "$TMP/held$fam.kc") (want at most 2 of $REQS over 30 ms; plain: $plain_over)" \
+		-n "$over" -a "${over:-99}" -le 2
+	count=$(sed -n 's/.* event=app-override .* count=\([0-9]*\) .*/\1/p' "$TMP/held$fam.err" | tail -n 1)
+	check cgroup_hold_v$fam.override_said "log: $(grep 'event=app-override' "$TMP/held$fam.err" | head -c 400)" \
+		-n "$(grep 'level=info event=app-override cgroup=[^ ]* socket=accepted option=nodelay app_value=0 want=1 count=[1-9][0-9]* .*action=refused' "$TMP/held$fam.err")" -a \
+		"${count:-0}" = 1
+	nothing_left cgroup_hold_v$fam.nothing_left "$TMP/held$fam.err" "$hooks"
+done
+
+# ---- a server that sets the policy's own value: nothing to say
+rs same "$CLI" --cgroup --nodelay -- "$RS" -v 1 -n 1 -t 20
+over=$(kc same)
+wait $RS_PID
+check cgroup_hold.same_value_not_counted "$(grep '^CONN' "$TMP/same.out"); over=$over; log: $(grep 'event=app-override' "$TMP/same.err" | head -c 300)" \
+	-n "$(grep '^CONN nodelay=1 set=0' "$TMP/same.out")" -a -z "$(grep 'event=app-override' "$TMP/same.err")"
+
+# ---- the program's own outgoing connection: untouched without --client (the sock_ops
+# program did not tune it), held with --client (socket=client)
+rs out "$CLI" --cgroup --nodelay -- "$RS" -O -n 1 -t 20
+kc out >/dev/null
+wait $RS_PID
+check cgroup_hold.outgoing_untuned_left_alone "$(grep '^OUT' "$TMP/out.out") (want the app's 0); log: $(grep 'event=app-override' "$TMP/out.err" | head -c 300)" \
+	-n "$(grep '^OUT nodelay=0 set=0' "$TMP/out.out")" -a -z "$(grep 'socket=client' "$TMP/out.err")"
+rs outc "$CLI" --cgroup --client --nodelay -- "$RS" -O -n 1 -t 20
+kc outc >/dev/null
+wait $RS_PID
+check cgroup_hold.outgoing_tuned_held "$(grep '^OUT' "$TMP/outc.out") (want 1); log: $(grep 'event=app-override' "$TMP/outc.err" | head -c 400)" \
+	-n "$(grep '^OUT nodelay=1 set=0' "$TMP/outc.out")" -a \
+	-n "$(grep 'event=app-override .*socket=client option=nodelay app_value=0 want=1 count=1 ' "$TMP/outc.err")"
+
+# ---- the program's size: the instruction count binds, not a table of socktune's
+peers="--peer 127.0.0.1/32"
+for i in 2 3 4 5 6 7; do peers="$peers --peer 10.$i.0.0/16"; done
+"$CLI" --cgroup --client --syn-rto 2s --initrwnd 20 --nodelay $peers -- true 2>"$TMP/peers7.err"
+rc=$?
+check cgroup_hold.seven_peers_load "status $rc: $(head -c 400 "$TMP/peers7.err")" \
+	"$rc" = 0 -a -n "$(grep 'level=info event=cgroup .*conn=outgoing' "$TMP/peers7.err")"
+for i in $(seq 8 16); do peers="$peers --peer 10.$i.0.0/16"; done
+"$CLI" --cgroup --client --syn-rto 2s --initrwnd 20 --nodelay $peers -- true 2>"$TMP/peers16.err"
+rc=$?
+check cgroup_hold.sixteen_peers_refused_by_count "status $rc: $(head -c 400 "$TMP/peers16.err")" \
+	"$rc" = 2 -a -n "$(grep 'would be over 1024 instructions ([0-9]*)' "$TMP/peers16.err")" -a \
+	-z "$(grep -E 'labels|jumps' "$TMP/peers16.err")"
+
+# ---- the lines are the library's format, every key in the one table
+"$CLI" --schema >"$TMP/schema"
+res=$($PY "$ROOT/tests/py/logfmt_check.py" "$TMP/schema" $(grep -ls 'event=app-override' "$TMP"/*.err) 2>/dev/null)
+check cgroup_hold.lines_in_schema "$res" "$res" = ok
