@@ -131,6 +131,22 @@ static enum cli_status peer_arg(struct cli *c, const char *val, FILE *msg)
 			return usage_error(msg, "--peer %s: the prefix length is 0 to %d", val, max);
 		pr.len = (int)l;
 	}
+	/* An IPv4 peer is an AF_INET socket's IPv4 address (and, on a dual-stack listener's
+	 * AF_INET6 socket, ::ffff:a.b.c.d, which an IPv4 prefix matches too): a v4-mapped prefix
+	 * is its IPv4 prefix, or it would match neither.  Shorter than /96 it would mix IPv4
+	 * with IPv6 addresses: refused. */
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (pr.family == AF_INET6 && memcmp(pr.addr, mapped, sizeof mapped) == 0) {
+		if (pr.len < 96)
+			return usage_error(msg, "--peer %s: a v4-mapped prefix shorter than /96 holds "
+			                   "IPv6 addresses besides IPv4 ones: give the IPv4 prefix "
+			                   "(::ffff:10.0.0.0/104 is 10.0.0.0/8)", val);
+		memmove(pr.addr, pr.addr + 12, 4);
+		memset(pr.addr + 4, 0, 12);
+		pr.family = AF_INET;
+		pr.len -= 96;
+		max = 32;
+	}
 	for (int b = pr.len; b < max; b++)
 		if (pr.addr[b / 8] & (0x80 >> (b % 8)))
 			return usage_error(msg, "--peer %s: bits set past /%d (the prefix is not what it "

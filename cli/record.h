@@ -304,7 +304,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(STS_FILE_VERSION, "file_version", REC_INT, "stats: the stats file's format version")        \
 	X(STS_RUNNING, "running", REC_BOOL, "stats: the process that made the counters runs")        \
 	X(STS_STARTED_S, "started_s", REC_INT, "stats: when the counters were made (Unix time, s)")  \
-	X(STS_SOURCE, "source", REC_STR, "stats: live (read from the process now) or snapshot")     \
+	X(STS_SOURCE, "source", REC_STR, "stats: live (read from the process now) or snapshot; --cgroup: probe (the probe connection) or app (the program's own first connection)")     \
 	X(STS_READ_FROM_PID, "read_from_pid", REC_INT, "stats: live: the process read")              \
 	X(STS_SNAPSHOT_PID, "snapshot_pid", REC_INT, "stats: the process that wrote the snapshot")   \
 	X(STS_SNAPSHOT_S, "snapshot_s", REC_NUM, "stats: when the snapshot was written (Unix time, s)") \

@@ -2,6 +2,7 @@
  * mounted and which cgroup a process is in: cli/host/cgv2.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,21 +13,54 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "owned.h"
 
 int cg_own_dir(char *out, size_t n, char *err, size_t en)
 {
 	return cg_pid_dir(0, out, n, err, en);
 }
 
+/* path without its trailing slashes ("/" stays) into out; its last component's offset */
+static size_t strip_slashes(const char *path, char *out, size_t n)
+{
+	snprintf(out, n, "%s", path);
+	size_t l = strlen(out);
+	while (l > 1 && out[l - 1] == '/')
+		out[--l] = '\0';
+	char *slash = strrchr(out, '/');
+	return slash ? (size_t)(slash - out) + 1 : 0;
+}
+
+void cg_path_norm(const char *path, char *out, size_t n)
+{
+	char p[4096], real[PATH_MAX];
+	size_t base = strip_slashes(path, p, sizeof p);
+	const char *name = p + base;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(p, "/") == 0) {
+		if (!realpath(p, real))
+			snprintf(real, sizeof real, "%s", p);
+		snprintf(out, n, "%s", real);
+		return;
+	}
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%.*s", base ? (int)base : 1, base ? p : ".");
+	if (!realpath(parent, real)) {
+		snprintf(out, n, "%s", p); /* (cg_make says what is wrong with its parent) */
+		return;
+	}
+	snprintf(out, n, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", name);
+}
+
 int cg_make(const char *dir, int *made, char *err, size_t n)
 {
 	char parent[4096];
-	snprintf(parent, sizeof parent, "%s", dir);
-	char *slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = '\0';
-	else
+	size_t base = strip_slashes(dir, parent, sizeof parent);
+	if (base > 1)
+		parent[base - 1] = '\0';
+	else if (base == 1)
 		strcpy(parent, "/");
+	else
+		strcpy(parent, "."); /* (a relative name: its parent is the working directory) */
 	*made = 0;
 	if (!cg_is_v2(parent)) {
 		snprintf(err, n, "%s: not in a cgroup v2 hierarchy (%s is no cgroup2 directory): give a "
@@ -87,7 +121,7 @@ int cg_remove(const char *dir, int ms, char *err, size_t n)
 	for (int waited = 0;; waited += 20) {
 		while (waitpid(-1, NULL, WNOHANG) > 0) /* (ours, as the subreaper) */
 			;
-		if (rmdir(dir) == 0 || errno == ENOENT)
+		if (own_rmtree(dir) == 0) /* (with the cgroups the program made in it) */
 			return 0;
 		if (errno != EBUSY || waited >= ms)
 			break;

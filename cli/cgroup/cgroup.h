@@ -115,6 +115,10 @@ void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int clie
 
 /* The wrapper's own v2 cgroup, as a directory (cg_pid_dir for itself). */
 int cg_own_dir(char *out, size_t n, char *err, size_t en);
+/* --cgroup-path as given, made absolute into out: the real path of its parent (symlinks,
+ * ".." and a relative start resolved) and its own name, trailing slashes gone.  A parent
+ * that does not resolve leaves the path as given (cg_make then says why). */
+void cg_path_norm(const char *path, char *out, size_t n);
 /* Make the cgroup dir (*made: 1 when it was made here, 0 when it was there already):
  * 0, or -1 with err (the cause and the remedy). */
 int cg_make(const char *dir, int *made, char *err, size_t n);
@@ -172,6 +176,15 @@ int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want);
  * Peers that leave out the probe's, 127.0.0.1: not read back, said, 0. */
 int cg_readback(const char *dir, const struct st_policy *p, int client, const struct host *h,
                 int insns, unsigned prog_id, const struct cli_peer *peers, int npeers);
+/* The program's own connections, read back while it runs (the probe shows what the cgroup's
+ * program sets; only the program's own show what the program did after it): one tick of
+ * the wrapper's, armed by cg_readback with its cgroup and policy.  One sock_diag dump per
+ * call at most: the program's first accepted connection (with client, its first outgoing
+ * one too) found by its cgroup id, and once it is a tick old (the program may set its own
+ * options right after accept), read from a copy of its descriptor (pidfd_getfd) and said
+ * in one line, source=app (level=warn where it reads another value than the policy's,
+ * with the cure); then nothing more.  1 while it still looks, 0 once done (final: done). */
+int cg_app_readback(int final);
 
 /* ---- run.c ---- */
 

@@ -6,14 +6,18 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,15 +25,21 @@
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
 #include "cgroup.h"
+#include "diag.h"
 #include "record.h"
 
 #define UNREAD (-(1LL << 62))
 #define SCOPE_PORT "a port of the scope" /* (the probe's step that found none free) */
+#define NO_PRIVATE_NS "unshare" /* (the probe's step: no namespace of its own, ports scoped) */
+/* What the congestion control leaves in snd_ssthresh when it keeps none (BBR: it sets it at
+ * its init, after the sock_ops program's TCP_BPF_SNDCWND_CLAMP wrote the clamp there) */
+#define TCP_INFINITE_SSTHRESH 0x7fffffffu
 #define MAX_FIXES 4 /* (the buffers, at most two, cut by their sysctls) */
 
 struct end {
 	long long got[ST_O_COUNT]; /* UNREAD: not read (not set, or nothing reads it back) */
 	char name[ST_O_COUNT][16];
+	int clamp_hidden; /* the cwnd clamp set, its only read-out (ssthresh) at infinity */
 };
 struct probe {
 	int err; /* errno of the step that failed, 0 */
@@ -42,6 +52,7 @@ static void read_end(int fd, const struct st_policy *p, int outgoing, struct end
 	struct tcp_info ti;
 	socklen_t tl = sizeof ti;
 	int have_info = getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0;
+	e->clamp_hidden = 0;
 	for (int i = 0; i < ST_O_COUNT; i++) {
 		long long want;
 		e->got[i] = UNREAD;
@@ -49,6 +60,8 @@ static void read_end(int fd, const struct st_policy *p, int outgoing, struct end
 			continue;
 		if (i == ST_V_INITCWND && have_info)
 			e->got[i] = ti.tcpi_snd_cwnd;
+		else if (i == ST_V_CWND_CLAMP && have_info && ti.tcpi_snd_ssthresh >= TCP_INFINITE_SSTHRESH)
+			e->clamp_hidden = 1; /* (the clamp itself, snd_cwnd_clamp, no call shows) */
 		else if (i == ST_V_CWND_CLAMP && have_info)
 			e->got[i] = ti.tcpi_snd_ssthresh; /* (TCP_BPF_SNDCWND_CLAMP sets both) */
 		if (!st_is_sockopt(i))
@@ -101,13 +114,41 @@ static int probe_listener(const struct st_policy *p, int client, struct sockaddr
 	return -1;
 }
 
-/* In the child: the connection, in the cgroup, and the values read. */
+/* The calling process in a network namespace of its own, its loopback up: 0, or -1 with
+ * errno (unshare needs CAP_SYS_ADMIN). */
+static int private_netns(void)
+{
+	if (unshare(CLONE_NEWNET) != 0)
+		return -1;
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int rc = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0 &&
+	                 (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) == 0)
+	             ? 0 : -1;
+	int e = errno;
+	if (s >= 0)
+		close(s);
+	errno = e;
+	return rc;
+}
+
+/* In the child: the connection, in the cgroup, and the values read.  The probe's listener
+ * is in a network namespace of its own: a port there is no port of the host's, so no
+ * client of the program's (connecting while it starts, to the port it is about to bind)
+ * can land in the probe's accept queue and be reset when the probe closes.  The sock_ops
+ * program is the cgroup's, whatever the namespace: it tunes the probe's sockets there as
+ * it tunes the program's.  Without a namespace (unshare refused) and with --ports or
+ * --client-ports, no port of the scope is taken on the host: no probe. */
 static int probe(const char *dir, const struct st_policy *p, int client, struct probe *r)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof a;
 	if (cg_enter(dir) != 0)
 		return fail_step(r, "cgroup.procs");
+	if (private_netns() != 0 &&
+	    (st_has(p, ST_V_PORTS) || (client && st_has(p, ST_V_CLIENT_PORTS))))
+		return fail_step(r, NO_PRIVATE_NS);
 	int l = probe_listener(p, client, &a);
 	if (l < 0 || getsockname(l, (struct sockaddr *)&a, &al) != 0)
 		return fail_step(r, l < 0 && (st_has(p, ST_V_PORTS) || st_has(p, ST_V_CLIENT_PORTS))
@@ -124,8 +165,8 @@ static int probe(const char *dir, const struct st_policy *p, int client, struct 
 	read_end(s, p, 0, &r->end[0]);
 	if (client)
 		read_end(c, p, 1, &r->end[1]);
-	/* closed with a reset, both ends: no TIME_WAIT left on a port of the scope, which the
-	 * program may be about to bind without SO_REUSEADDR */
+	/* closed with a reset, both ends: no TIME_WAIT left on a port of the scope (in the
+	 * host's namespace, when the probe could not have its own) */
 	struct linger rst = {1, 0};
 	setsockopt(s, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
 	setsockopt(c, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
@@ -140,9 +181,18 @@ static long long limit_of(const struct host *h, int i)
 	return limit ? host_num(h, limit, 0) : -1;
 }
 
-/* One end's line; 1 when a value was not applied (the kernel refused it). */
+/* What a program's own connection that reads another value than the policy's needs: the
+ * cgroup's program sets its values once, at the handshake, and the program's own
+ * setsockopt after it wins (the probe, which sets nothing, never shows this). */
+#define APP_CURE "the program set it itself after the handshake, where the cgroup mode sets " \
+	"its values once: the preload (socktune [OPTIONS] -- PROGRAM, without --cgroup; a " \
+	"dynamically linked program) holds the policy's value against the program's own " \
+	"setsockopt"
+
+/* One end's line (app: the program's own connection, else the probe's); 1 when a value was
+ * not applied (the kernel refused it; on the program's own connection: it reads another). */
 static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
-                   const struct host *h, const char *dir, int insns, unsigned prog_id)
+                   const struct host *h, const char *dir, int insns, unsigned prog_id, int app)
 {
 	struct rec *r = rec_new();
 	int clamped = 0, refused = 0;
@@ -173,8 +223,11 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 			/* The initial receive window and the SYN RTO are answers to the kernel's
 			 * questions at the handshake: no getsockopt or tcp_info field holds them
 			 * afterwards (the window is the smaller of this and the buffer's; a SYN's
-			 * timer shows only when a SYN is lost), so they are named as not read. */
-			if (!st_is_sockopt(i) && i != ST_V_INITCWND && i != ST_V_CWND_CLAMP)
+			 * timer shows only when a SYN is lost), so they are named as not read; so is
+			 * the cwnd clamp where the congestion control (BBR) keeps no ssthresh, the one
+			 * field that shows it. */
+			if ((!st_is_sockopt(i) && i != ST_V_INITCWND && i != ST_V_CWND_CLAMP) ||
+			    (i == ST_V_CWND_CLAMP && e->clamp_hidden))
 				snprintf(unread + strlen(unread), sizeof unread - strlen(unread), "%s%s",
 				         unread[0] ? "," : "", st_vars[i].option);
 			continue;
@@ -217,14 +270,17 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 	struct rec *head = rec_new();
 	if (head) {
 		rec_int(head, K_PID, (long long)getpid());
-		rec_str(head, K_LEVEL, refused ? "error" : clamped ? "warn" : "info");
+		rec_str(head, K_LEVEL, refused ? (app ? "warn" : "error") : clamped ? "warn" : "info");
 		rec_str(head, K_EVENT, "cgroup");
 		rec_str(head, K_CGROUP, dir);
 		rec_int(head, K_PROG_ID, prog_id);
 		rec_int(head, K_INSNS, insns);
 		rec_str(head, K_CONN, outgoing ? "outgoing" : "accepted");
+		rec_str(head, K_STS_SOURCE, app ? "app" : "probe");
 		if (unread[0])
 			rec_str(head, K_NOT_READABLE, unread);
+		if (app && refused)
+			rec_str(head, K_NOTE, APP_CURE);
 		fputs("socktune ", stderr);
 		rec_write_logfmt(stderr, head);
 		fputc(' ', stderr);
@@ -233,7 +289,7 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 		rec_free(head);
 	}
 	rec_free(r);
-	if (refused)
+	if (refused && !app)
 		fprintf(stderr, "socktune: --cgroup: the kernel did not apply %s on a probe connection "
 		        "in the cgroup%s%s; nothing is left attached\n", why, fix[0] ? ": " : "", fix);
 	return refused != 0;
@@ -253,10 +309,150 @@ static int loopback_in(const struct cli_peer *peers, int npeers)
 	return 0;
 }
 
+/* ---- the program's own connections, read once each kind, from the wrapper's ticks ---- */
+
+#define APP_MAX_LISTENERS 64
+#define APP_MAX_CONNS 256
+
+struct app_sock {
+	int family;
+	unsigned char addr[16];
+	unsigned port;
+	unsigned long long ino, cookie;
+};
+/* What cg_readback arms and each tick looks at (the wrapper reads one program) */
+static struct app {
+	int armed;
+	char dir[4096];
+	unsigned long long cg_id;      /* the cgroup directory's inode: sock_diag's cgroup id */
+	const struct st_policy *p;
+	const struct host *h;
+	int client, insns, ticks;
+	unsigned prog_id;
+	struct {
+		int done;                  /* said, or given up */
+		unsigned long long cookie; /* the connection chosen (0: none yet) */
+		int tick;                  /* the tick it was first seen */
+	} end[2];                      /* accepted, outgoing */
+} app;
+/* One dump's sockets of the cgroup */
+struct app_dump {
+	int nl, nc;
+	struct app_sock l[APP_MAX_LISTENERS], c[APP_MAX_CONNS];
+};
+
+static void app_take(const struct diag_sock *d, void *ctx)
+{
+	struct app_dump *a = ctx;
+	if (d->cgroup_id != app.cg_id)
+		return;
+	int listener = d->state == TS_LISTEN;
+	if (listener ? a->nl >= APP_MAX_LISTENERS : a->nc >= APP_MAX_CONNS)
+		return;
+	struct app_sock *s = listener ? &a->l[a->nl++] : &a->c[a->nc++];
+	s->family = d->family;
+	memcpy(s->addr, d->src, sizeof s->addr);
+	s->port = d->sport;
+	s->ino = d->inode;
+	s->cookie = d->cookie;
+}
+
+/* Read the program's connection s (an accepted one, or outgoing) from a copy of its
+ * descriptor, taken from the process in the cgroup that holds it, and say it: 0 said, -1
+ * not found held (it went meanwhile: another is chosen at the next tick). */
+static int app_read(const struct app_sock *s, int outgoing)
+{
+	int pids[256], n = cg_pids(app.dir, pids, 256);
+	struct holders hs = {0};
+	if (n > 0)
+		holders_scan(&hs, pids, n > 256 ? 256 : n);
+	const struct holder *hd = holders_find(&hs, s->ino);
+	int copy = hd ? sockcopy_open(hd->pid, hd->fd, s->ino) : -1;
+	int e = errno, pid = hd ? hd->pid : 0;
+	free(hs.h);
+	if (copy < 0) {
+		if (!hd || e == ESTALE || e == EBADF || e == ESRCH)
+			return -1;
+		fprintf(stderr, "socktune: --cgroup: the program's own %s connection not read back: "
+		        "pidfd_getfd on pid %d: %s\n", outgoing ? "outgoing" : "accepted", pid,
+		        strerror(e));
+		return 0;
+	}
+	static struct end got;
+	read_end(copy, app.p, outgoing, &got);
+	close(copy);
+	say_end(app.p, &got, outgoing, app.h, app.dir, app.insns, app.prog_id, 1);
+	return 0;
+}
+
+int cg_app_readback(int final)
+{
+	int kinds = app.client ? 2 : 1;
+	if (!app.armed || final || (app.end[0].done && (kinds == 1 || app.end[1].done)))
+		return 0;
+	app.ticks++;
+	int nl = diag_open(0);
+	if (nl < 0)
+		return 1; /* (tried again at the next tick) */
+	static struct app_dump d;
+	d.nl = d.nc = 0;
+	/* (closed by the peer, not yet by the program: still the program's, as it set it) */
+	int r = diag_dump(nl, 1u << TS_LISTEN | 1u << TS_ESTABLISHED | 1u << TS_CLOSE_WAIT, 0,
+	                  app_take, &d);
+	close(nl);
+	if (r < 0)
+		return 1;
+	for (int k = 0; k < kinds; k++) {
+		if (app.end[k].done)
+			continue;
+		/* accepted: made on a listener of the cgroup's (its local address and port one
+		 * that listener takes); outgoing: any other.  The chosen one, when still there and
+		 * a tick old, is read; else the first made (the lowest inode) is chosen now. */
+		const struct app_sock *chosen = NULL, *first = NULL;
+		for (int j = 0; j < d.nc; j++) {
+			const struct app_sock *c = &d.c[j];
+			int accepted = 0;
+			for (int q = 0; q < d.nl && !accepted; q++)
+				accepted = diag_listener_takes(d.l[q].family, d.l[q].addr, d.l[q].port,
+				                               c->family, c->addr, c->port) != 0;
+			if (accepted != (k == 0))
+				continue;
+			if (c->cookie == app.end[k].cookie)
+				chosen = c;
+			if (!first || c->ino < first->ino)
+				first = c;
+		}
+		if (chosen && app.ticks > app.end[k].tick) {
+			if (app_read(chosen, k) == 0) {
+				app.end[k].done = 1;
+				continue;
+			}
+			chosen = NULL;
+		}
+		if (!chosen && first) {
+			app.end[k].cookie = first->cookie;
+			app.end[k].tick = app.ticks;
+		}
+	}
+	return !(app.end[0].done && (kinds == 1 || app.end[1].done));
+}
+
 int cg_readback(const char *dir, const struct st_policy *p, int client, const struct host *h,
                 int insns, unsigned prog_id, const struct cli_peer *peers, int npeers)
 {
 	static struct probe r;
+	struct stat st;
+	memset(&app, 0, sizeof app);
+	if (stat(dir, &st) == 0 && strlen(dir) < sizeof app.dir) {
+		app.armed = 1;
+		app.cg_id = (unsigned long long)st.st_ino;
+		strcpy(app.dir, dir);
+		app.p = p;
+		app.h = h;
+		app.client = client;
+		app.insns = insns;
+		app.prog_id = prog_id;
+	}
 	if (npeers && !loopback_in(peers, npeers)) {
 		fprintf(stderr, "socktune: --cgroup: not read back: the probe connection's peer, "
 		        "127.0.0.1, is outside every --peer prefix (the program tunes only connections "
@@ -304,6 +500,13 @@ int cg_readback(const char *dir, const struct st_policy *p, int client, const st
 	if (got < sizeof r)
 		kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	if (got == sizeof r && strcmp(r.step, NO_PRIVATE_NS) == 0) {
+		fprintf(stderr, "socktune: --cgroup: not read back from a probe: the probe connection "
+		        "would take a port of the program's scope (--ports, --client-ports) on the "
+		        "host, where its first clients may land (a namespace of its own was refused: "
+		        "%s); the program's own first connection is read instead\n", strerror(r.err));
+		return 0;
+	}
 	if (got == sizeof r && strcmp(r.step, SCOPE_PORT) == 0) {
 		fprintf(stderr, "socktune: --cgroup: not read back: no port of the program's scope "
 		        "(--ports, --client-ports) was free on 127.0.0.1 for the probe connection (the "
@@ -316,8 +519,8 @@ int cg_readback(const char *dir, const struct st_policy *p, int client, const st
 		        got < sizeof r ? "in 5 s" : strerror(r.err));
 		return -1;
 	}
-	int bad = say_end(p, &r.end[0], 0, h, dir, insns, prog_id);
+	int bad = say_end(p, &r.end[0], 0, h, dir, insns, prog_id, 0);
 	if (client)
-		bad |= say_end(p, &r.end[1], 1, h, dir, insns, prog_id);
+		bad |= say_end(p, &r.end[1], 1, h, dir, insns, prog_id, 0);
 	return bad;
 }

@@ -74,7 +74,7 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		        "(socktune --nodelay PROGRAM, the same options without --cgroup)\n",
 		        s->g.hook_why);
 	if (c->cgroup_path) {
-		snprintf(s->dir, sizeof s->dir, "%s", c->cgroup_path);
+		cg_path_norm(c->cgroup_path, s->dir, sizeof s->dir);
 	} else {
 		char own[4000];
 		if (cg_own_dir(own, sizeof own, err, sizeof err) != 0) {
@@ -83,9 +83,7 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		}
 		snprintf(s->dir, sizeof s->dir, "%s/socktune-%ld", own, (long)getpid());
 	}
-	char mount[1024], real[4096];
-	if (c->cgroup_path && realpath(s->dir, real) && cg_v2_mount(mount, sizeof mount, err, sizeof err) == 0 &&
-	    strcmp(real, mount) == 0) {
+	if (c->cgroup_path && cg_is_root(s->dir)) { /* (by identity: any mount of cgroup2) */
 		fprintf(stderr, "socktune: --cgroup: --cgroup-path %s is the root cgroup, the whole host: "
 		        "give a cgroup of the program's own (or leave --cgroup-path out)\n", s->dir);
 		return -1;
@@ -136,6 +134,7 @@ static void tick(struct cg_state *s, const struct cli *c, const struct st_policy
 {
 	(void)c;
 	cg_progs_tell(&s->g, p, st_on(p, ST_V_CLIENT), s->dir, s->said, final);
+	cg_app_readback(final); /* the program's own first connections, read back once */
 }
 
 /* The processes the program left when it exited (a daemon, a helper that ends later), ours

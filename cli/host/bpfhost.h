@@ -85,5 +85,10 @@ int cg_v2_mount(char *out, size_t n, char *err, size_t en);
 int cg_pid_dir(int pid, char *out, size_t n, char *err, size_t en);
 /* Whether path is a directory of a cgroup v2 hierarchy. */
 int cg_is_v2(const char *path);
+/* Whether path is the root cgroup of its cgroup v2 hierarchy, the whole host, whatever the
+ * mount point or mount namespace that shows it: decided by identity, never by comparing
+ * names with a mount point (kernfs numbers a hierarchy's root directory inode 1, and only
+ * the root has no cgroup.events). */
+int cg_is_root(const char *path);
 
 #endif

@@ -1,16 +1,52 @@
 /* cgroup v2 as the command sees it: where it is mounted (/sys/fs/cgroup on most hosts,
  * /sys/fs/cgroup/unified in the hybrid layout) and which cgroup a process is in.  The cgroup
  * mode, check and doctor share it. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include "bpfhost.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
+
+/* Whether this process looks like one `ip netns exec` started: a network namespace other
+ * than pid 1's and a mount namespace of its own (ip netns exec unshares the mounts and
+ * mounts a fresh sysfs there, which has no cgroup2 below it).  Its name (the file under
+ * /run/netns that is this namespace) into name, "" when none is; 0 when it
+ * does not look so (or pid 1's namespaces cannot be read: not root). */
+static int netns_named(char *name, size_t n)
+{
+	struct stat self, init, mself, minit;
+	if (stat("/proc/self/ns/net", &self) != 0 || stat("/proc/1/ns/net", &init) != 0 ||
+	    (self.st_dev == init.st_dev && self.st_ino == init.st_ino))
+		return 0;
+	if (stat("/proc/self/ns/mnt", &mself) != 0 || stat("/proc/1/ns/mnt", &minit) != 0 ||
+	    (mself.st_dev == minit.st_dev && mself.st_ino == minit.st_ino))
+		return 0;
+	name[0] = '\0'; /* (no name found) */
+	DIR *d = opendir("/run/netns");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[300];
+		struct stat st;
+		if (e->d_name[0] == '.' || strlen(e->d_name) > 200)
+			continue;
+		snprintf(path, sizeof path, "/run/netns/%s", e->d_name);
+		if (stat(path, &st) == 0 && st.st_dev == self.st_dev && st.st_ino == self.st_ino) {
+			snprintf(name, n, "%s", e->d_name);
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+	return 1;
+}
 
 /* /proc/self/mountinfo: "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw":
  * the mount point is the 5th field, the type the first after " - ". */
@@ -37,11 +73,24 @@ int cg_v2_mount(char *out, size_t n, char *err, size_t en)
 		}
 	}
 	fclose(f);
-	if (!found)
+	if (found)
+		return 0;
+	char ns[300] = "-";
+	if (netns_named(ns, sizeof ns) && ns[0])
+		snprintf(err, en, "no cgroup v2 mounted here: this process is in the network namespace "
+		         "%s, entered with `ip netns exec`, which mounts a fresh /sys without the host's "
+		         "cgroup2: run it with `nsenter --net=/run/netns/%s` instead (it keeps the "
+		         "mounts)", ns, ns);
+	else if (ns[0] == '\0')
+		snprintf(err, en, "no cgroup v2 mounted here: this process has a network and a mount "
+		         "namespace of its own (as `ip netns exec` makes, with a fresh /sys without the "
+		         "host's cgroup2): enter only the network namespace, with `nsenter "
+		         "--net=/run/netns/NAME` (it keeps the mounts)");
+	else
 		snprintf(err, en, "no cgroup v2 mounted here (a cgroup2 line in /proc/self/mountinfo): "
 		         "mount it (mount -t cgroup2 none /sys/fs/cgroup), or give one with "
 		         "--cgroup-path, or use socktune --attach");
-	return found ? 0 : -1;
+	return -1;
 }
 
 int cg_pid_dir(int pid, char *out, size_t n, char *err, size_t en)
@@ -82,4 +131,16 @@ int cg_is_v2(const char *path)
 {
 	struct statfs s;
 	return statfs(path, &s) == 0 && s.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+int cg_is_root(const char *path)
+{
+	struct stat st;
+	if (!cg_is_v2(path) || stat(path, &st) != 0)
+		return 0;
+	if (st.st_ino == 1)
+		return 1;
+	char events[4200];
+	snprintf(events, sizeof events, "%s/cgroup.events", path);
+	return access(events, F_OK) != 0 && errno == ENOENT;
 }
