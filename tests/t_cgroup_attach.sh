@@ -76,12 +76,13 @@ check cgroup_attach.next_tuned "conn 1 after the attach: cwnd $(conn srv 1 cwnd)
 check cgroup_attach.earlier_unchanged "conn 0 now, as ss reads it: cwnd $(ss_of "$port" "$c0" cwnd) (want 10)" \
 	"$(ss_of "$port" "$c0" cwnd)" = 10
 
-# again, with --json: one document; ours replaced, not doubled
+# again, with --json: one document; ours replaced (the first one's sock_ops program and its
+# setsockopt hook, which holds --delack-max), not doubled
 "$CLI" attach --cgroup --json --initcwnd 40 "$srv" >"$TMP/att2.json" 2>"$TMP/att2.err"
 rc=$?
 check cgroup_attach.replaces "status $rc, json: $(head -c 400 "$TMP/att2.json"), attached: $("$BPFQ" attached "$CG" | tr '\n' ' ')" \
 	"$rc" = 0 -a "$(json_get "$TMP/att2.json" command)" = attach -a \
-	"$(json_get "$TMP/att2.json" cgroups.0.cgroup)" = "$CG" -a "$(json_get "$TMP/att2.json" cgroups.0.replaced)" = 1 -a \
+	"$(json_get "$TMP/att2.json" cgroups.0.cgroup)" = "$CG" -a "$(json_get "$TMP/att2.json" cgroups.0.replaced)" = 2 -a \
 	"$(json_get "$TMP/att2.json" status)" = 0 -a "$("$BPFQ" attached "$CG" | grep -c ' socktune$')" = 1
 
 bad=$(schema_problems "$TMP/att2.json")

@@ -225,8 +225,8 @@ static void attach_one(struct out *o, const char *target, const struct cg_where 
 		return;
 	}
 	/* attached beside ours there (by record), read back, then ours detached: no connection in
-	 * between goes untuned.  At the kernel's limit, ours is swapped for the new one in one
-	 * step instead (BPF_F_REPLACE).  The hook first: what the new program tunes is held. */
+	 * between goes untuned.  At the kernel's limit, ours is detached first (a connection made
+	 * in that moment is not tuned).  The hook first: what the new program tunes is held. */
 	static struct there t;
 	int done[2 * MAX_PROGS] = {0}, attached[2] = {0}, e = 0, swapped = 0;
 	look_there(fd, recs, nrecs, ids, 2, &t);
@@ -345,8 +345,10 @@ int cg_attach_main(const struct cli *c, const struct st_policy *p)
 		out_fail(&o, EXIT_USAGE, targets[0], err);
 		return out_end(&o);
 	}
-	if (g.hook_fd < 0)
-		fprintf(stderr, "socktune: attach --cgroup: %s\n", g.hook_why);
+	if (g.hook_fd < 0 && g.hook_why[0])
+		fprintf(stderr, "socktune: attach --cgroup: the server's own setsockopt is not held "
+		        "(%s): a server that sets an option back on each connection (TCP_NODELAY=0, as "
+		        "hyper and Erlang's inets do) undoes the policy there\n", g.hook_why);
 	struct own_rec *recs;
 	int nrecs = own_read_all(&recs);
 	for (int k = 0; targets[k]; k++) {
@@ -519,21 +521,3 @@ void detach_help(FILE *f)
 	           "process, no listener on the port).\n");
 }
 
-/* TEMPORARY until hook.c lands (weak: hook.c's own win) */
-__attribute__((weak)) int cg_progs_load(const struct st_policy *p, int client, long long hz,
-                                        const struct cli_peer *peers, int npeers, struct cg_progs *g,
-                                        char *err, size_t n)
-{
-	memset(g, 0, sizeof *g);
-	g->hook_fd = g->mark_fd = g->count_fd = -1;
-	snprintf(g->hook_why, sizeof g->hook_why, "no hook yet");
-	g->ops_fd = cg_prog_load(p, client, hz, peers, npeers, &g->insns, err, n);
-	if (g->ops_fd < 0)
-		return -1;
-	g->ops_id = cg_prog_id(g->ops_fd);
-	return 0;
-}
-__attribute__((weak)) void cg_progs_close(struct cg_progs *g)
-{
-	close(g->ops_fd);
-}

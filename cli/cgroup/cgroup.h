@@ -110,7 +110,6 @@ int cg_progs_count(const struct cg_progs *g, int k, int end, struct cg_override 
 void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int client,
                    const char *dir, unsigned long long said[][2], int final);
 
-
 /* ---- cgroup.c ---- */
 
 /* The wrapper's own v2 cgroup, as a directory (cg_pid_dir for itself). */
@@ -142,9 +141,11 @@ struct cg_where {
 /* PID or :PORT: 0, or -1 when it is neither. */
 int cg_target_parse(const char *t, int *pid, unsigned *port);
 /* The cgroups target's listeners were made in (sock_diag's INET_DIAG_CGROUP_ID, looked for
- * under the v2 mount), into w[max]: the count, or -1 with err and *status (EXIT_USAGE: no
- * target; EXIT_NOT_FOUND: no such process, no listener; 1: the kernel does not say). */
-int cg_target(const char *target, struct cg_where *w, int max, int *status, char *err, size_t n);
+ * under the v2 mount), into w[max] (*more: how many more there are): the count, or -1 with
+ * err and *status (EXIT_USAGE: no target; EXIT_NOT_FOUND: no such process, no listener; 1:
+ * the kernel does not say). */
+int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,
+              size_t n);
 
 /* ---- cgattach.c: socktune attach --cgroup, socktune detach ---- */
 

@@ -19,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "socktune.h"
 #include "cgroup.h"
 #include "service.h"
+#include "owned.h"
 #include "attach.h" /* the listener pass (--backlog) */
 
 #define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
@@ -36,7 +38,31 @@ struct cg_state {
 	int loaded, attached;    /* g holds the programs; they are attached to cgroup_fd */
 	struct cg_progs g;       /* the sock_ops program and the setsockopt hook */
 	unsigned long long said[ST_O_COUNT][2]; /* the hook's counts said (tick) */
+	struct own_rec rec;      /* the record of what is attached (owned.h) */
+	int recorded;
 };
+
+/* Another wrapper alive in the same cgroup (a shared --cgroup-path): its pid, or 0.  The one
+ * that made the cgroup leaves it to that one, which removes it when it is the last out. */
+static int other_user(struct cg_state *s)
+{
+	struct own_rec *v;
+	int n = own_read_all(&v), other = 0;
+	for (int k = 0; k < n && !other; k++)
+		if (strcmp(v[k].kind, "run") == 0 && v[k].cgroup_id == s->rec.cgroup_id &&
+		    strcmp(v[k].file, s->rec.file) != 0 && own_alive(&v[k])) {
+			other = v[k].pid;
+			if (s->made && !v[k].made) {
+				char err[300];
+				v[k].made = 1; /* (the last one out removes it) */
+				own_write(&v[k], err, sizeof err);
+			}
+		}
+	for (int k = 0; k < n && !s->made; k++) /* (made by one gone before us: ours to remove) */
+		s->made = strcmp(v[k].file, s->rec.file) == 0 && v[k].made;
+	free(v);
+	return other;
+}
 
 /* Detach (the sock_ops program, then the hook), unload, and remove the cgroup made: nothing
  * of ours is left. */
@@ -51,8 +77,15 @@ static void undo(struct cg_state *s)
 	s->cgroup_fd = -1;
 	s->attached = s->loaded = 0;
 	char err[400];
-	if (s->made && cg_remove(s->dir, REMOVE_WAIT_MS, err, sizeof err) != 0)
+	int other = s->recorded ? other_user(s) : 0;
+	if (other)
+		fprintf(stderr, "socktune: --cgroup: %s kept: socktune --cgroup (pid %d) runs in it too "
+		        "(the last one out removes it)\n", s->dir, other);
+	else if (s->made && cg_remove(s->dir, REMOVE_WAIT_MS, err, sizeof err) != 0)
 		fprintf(stderr, "socktune: --cgroup: %s\n", err);
+	if (s->recorded && (other || !s->made || !own_populated(s->dir)))
+		own_remove(&s->rec); /* (else kept: a later run removes the cgroup once empty) */
+	s->recorded = 0;
 	s->made = 0;
 }
 
@@ -61,6 +94,7 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 	static struct host h;
 	char err[1024];
 	read_host(&h);
+	own_sweep(stderr, "--cgroup"); /* (what a wrapper killed before left) */
 	if (cg_progs_load(p, st_on(p, ST_V_CLIENT), h.hz, c->peer, c->npeers, &s->g, err,
 	                  sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: %s\n", err);
@@ -97,6 +131,20 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
 		return -1;
 	}
+	/* on record before it is attached: what a SIGKILL leaves, a later run knows as ours */
+	struct stat st;
+	const unsigned ids[2] = {s->g.ops_id, s->g.hook_fd >= 0 ? s->g.hook_id : 0};
+	const int types[2] = {OWN_AT_SOCK_OPS, OWN_AT_SETSOCKOPT};
+	snprintf(err, sizeof err, "%s", strerror(errno = ENOENT)); /* (a program gone meanwhile) */
+	if (fstat(s->cgroup_fd, &st) != 0 ||
+	    own_rec_fill(&s->rec, "run", s->dir, (unsigned long long)st.st_ino, s->made, ids, types, 2) != 0 ||
+	    own_write(&s->rec, err, sizeof err) != 0) {
+		fprintf(stderr, "socktune: --cgroup: the record of the programs could not be written (%s): "
+		        "not attached (without it, a later run could not tell them from another "
+		        "party's)\n", err);
+		return -1;
+	}
+	s->recorded = 1;
 	if (cg_progs_attach(&s->g, s->cgroup_fd, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, err);
 		return -1;

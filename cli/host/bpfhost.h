@@ -63,7 +63,8 @@ int cg_sockops_loadable(char *err, size_t n);
 struct cg_seen {
 	unsigned id;
 	char name[17];
-	int ours;
+	int ours;                      /* on socktune's record (owned.h), not by its name */
+	char owner[64];                /* ours: who attached it ("socktune --cgroup 123") */
 	int readable;                  /* ours, and its instructions were given */
 	char why[160];                 /* not readable: why */
 	int insns;                     /* the translated instructions' count (0: not given) */

@@ -301,14 +301,16 @@ void own_sweep(FILE *say, const char *who)
 		int run = strcmp(r->kind, "run") == 0;
 		if (run && own_alive(r))
 			continue;
-		int here = same_cgroup(r);
-		if (!here || (!any_loaded(r) && !(run && r->made))) {
+		int here = same_cgroup(r), loaded = here && any_loaded(r);
+		if (!here || (!loaded && !(run && r->made))) {
 			own_remove(r); /* (stale: its cgroup or its programs gone) */
 			continue;
 		}
 		if (!run)
 			continue; /* attach --cgroup's stay until socktune detach */
 		if (own_populated(r->cgroup)) {
+			if (!loaded)
+				continue; /* (its cgroup, to remove once empty: nothing of ours runs) */
 			fprintf(say, "socktune: %s: socktune --cgroup (pid %d) is gone; its programs stay "
 			        "attached to %s, tuning the processes still there (socktune detach %s "
 			        "removes them)\n", who, r->pid, r->cgroup, r->cgroup);
@@ -350,18 +352,23 @@ int own_attach(int prog_fd, int attach_type, int cgroup_fd, unsigned replace_id)
 	struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cgroup_fd, .attach_bpf_fd = (uint32_t)prog_fd,
 	                               .attach_type = (uint32_t)attach_type,
 	                               .attach_flags = ST_BPF_F_ALLOW_MULTI};
-	int old = -1;
-	if (replace_id) {
-		struct st_bpf_get_id g = {.id = replace_id};
-		old = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g);
-		if (old >= 0) {
-			a.attach_flags |= OWN_F_REPLACE;
-			a.replace_bpf_fd = (uint32_t)old;
-		}
+	if (!replace_id)
+		return (int)cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a);
+	/* (the kernel counts the programs before it looks for the one BPF_F_REPLACE names: at
+	 * the limit, the old one must go first) */
+	struct st_bpf_get_id g = {.id = replace_id};
+	int old = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g); /* (kept loaded meanwhile) */
+	if (old < 0)
+		return -1;
+	struct st_bpf_prog_attach d = {.target_fd = (uint32_t)cgroup_fd, .attach_bpf_fd = (uint32_t)old,
+	                               .attach_type = (uint32_t)attach_type};
+	int r = (int)cg_bpf(ST_BPF_PROG_DETACH, &d, sizeof d), e = errno;
+	if (r == 0 && (r = (int)cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a)) != 0) {
+		e = errno;
+		a.attach_bpf_fd = (uint32_t)old; /* (put back) */
+		cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a);
 	}
-	int r = (int)cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a), e = errno;
-	if (old >= 0)
-		close(old);
+	close(old);
 	errno = e;
 	return r;
 }

@@ -13,9 +13,8 @@
 #include <stdio.h>
 
 #define OWN_MAX_PROGS 4
-/* the cgroup hooks socktune attaches to (BPF_CGROUP_SOCK_OPS, BPF_CGROUP_SETSOCKOPT), and
- * BPF_PROG_ATTACH's flag that swaps one program for another in one step (Linux 5.6) */
-enum { OWN_AT_SOCK_OPS = 3, OWN_AT_SETSOCKOPT = 22, OWN_F_REPLACE = 4 };
+/* the cgroup hooks socktune attaches to (BPF_CGROUP_SOCK_OPS, BPF_CGROUP_SETSOCKOPT) */
+enum { OWN_AT_SOCK_OPS = 3, OWN_AT_SETSOCKOPT = 22 };
 #define OWN_MAX_ATTACHED 64 /* the kernel's limit of programs on one cgroup's hook */
 
 struct own_prog {
@@ -63,8 +62,9 @@ void own_sweep(FILE *say, const char *who);
 
 /* The programs attached to cgroup_fd at attach_type: ids into ids[max]; the count, or -1. */
 int own_query(int cgroup_fd, int attach_type, unsigned *ids, int max);
-/* prog_fd attached to cgroup_fd (BPF_F_ALLOW_MULTI), in place of program replace_id when not 0
- * (BPF_F_REPLACE: no moment without either, no room needed at the limit): 0, or -1 with errno. */
+/* prog_fd attached to cgroup_fd (BPF_F_ALLOW_MULTI); with replace_id not 0, in its place: that
+ * one detached first, then this one attached (for the kernel's limit; a connection made in
+ * between is not tuned), put back if this one is refused.  0, or -1 with errno. */
 int own_attach(int prog_fd, int attach_type, int cgroup_fd, unsigned replace_id);
 /* Program id detached from cgroup_fd: 0, or -1 with errno. */
 int own_detach(unsigned id, int attach_type, int cgroup_fd);
