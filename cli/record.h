@@ -239,7 +239,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CONNECTIONS, "connections", REC_OBJ,                                                     \
 	  "doctor: the connections (count, not_followed, worst)")                                  \
 	X(CONN_COUNT, "count", REC_INT,                                                            \
-	  "doctor: connections seen")                                                              \
+	  "doctor: connections seen; --cgroup's event=app-override: the program's setsockopt calls whose value the hook replaced") \
 	X(NOT_FOLLOWED, "not_followed", REC_INT, "doctor: connections past its table's cap")      \
 	X(WORST, "worst", REC_ARR, "doctor: the connections, worst first, one object each")       \
 	X(STATE, "state", REC_STR, "a TCP state: established, close-wait, ...")                   \
