@@ -183,7 +183,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(SOCKOPS_CGROUPS, "sockops_cgroups", REC_ARR, "doctor: the cgroup v2 of each listener's process (/proc/PID/cgroup) and the sock_ops programs attached to it, one object each") \
 	X(PROGRAMS, "programs", REC_ARR, "doctor: the sock_ops programs attached to that cgroup (BPF_PROG_QUERY), one object each") \
 	X(PROG_NAME, "prog_name", REC_STR, "doctor: a sock_ops program's name (socktune's own: socktune)") \
-	X(PROG_OURS, "socktune_prog", REC_BOOL, "doctor: the program is socktune's (by its name): its policy is shown") \
+	X(PROG_OURS, "socktune_prog", REC_BOOL, "doctor: the program is socktune's (by its record, never its name): its policy is shown") \
 	X(POLICY, "policy", REC_OBJ, "doctor: what a socktune program sets, read off the instructions the kernel holds (the option keys; its --ports/--peer scope not shown); null: not readable, error says why") \
 	X(WINDOW_S, "window_s", REC_NUM, "doctor: the window watched, in seconds")                \
 	X(SAMPLING, "sampling", REC_OBJ, "doctor: what the sampling cost")                         \

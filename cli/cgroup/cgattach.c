@@ -4,10 +4,11 @@
  * after socktune exits (a BPF link would go with its descriptor), until socktune detach, and
  * runs beside any other party's program attached with the same flag.  The kernel runs it
  * for connections made from then on; those open keep their values (socktune attach, the
- * pidfd path, can still reach them).  Ours is told by its name (CG_PROG_NAME): detach
- * removes ours only, and an attach where ours is already replaces it (attached first,
- * then the old one detached: no connection in between goes untuned).  The root cgroup
- * (the whole host) only with --cgroup-root. */
+ * pidfd path, can still reach them).  Ours is known by record (cli/host/owned.h), never by
+ * its name: detach removes ours only (from a cgroup named by its directory too), and an
+ * attach where ours is already replaces it (attached first, then the old one detached: no
+ * connection in between goes untuned; at the kernel's limit of 64 programs, detached
+ * first).  The root cgroup (the whole host) only with --cgroup-root. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

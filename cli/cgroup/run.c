@@ -3,13 +3,15 @@
  * connections (accepted, and outgoing with --client) from the first one, in any language,
  * without a preload or a pass from outside.
  *
- * In order: the program is loaded (a refusal leaves nothing), the cgroup made (under the
- * wrapper's own, socktune-PID, or --cgroup-path), the program attached with a BPF link, a
- * probe connection in the cgroup read back; then the program's process, forked, moves
- * itself into the cgroup, says so, waits for the go and execs.  The wrapper stays as its
- * parent (the subreaper of what it leaves): it forwards signals, reaps, and when the program
- * ends, closes the link (the kernel detaches the program: also when the wrapper is killed),
- * removes the cgroup once it is empty, and ends with the program's status or signal. */
+ * In order: what a killed wrapper left is swept (cli/host/owned.c), the programs are loaded
+ * (a refusal leaves nothing), the cgroup made (under the wrapper's own, socktune-PID, or
+ * --cgroup-path), the programs written down and attached (BPF_PROG_ATTACH: they stay if the
+ * wrapper is killed, and the server stays tuned), a probe connection in the cgroup read
+ * back; then the program's process, forked, moves itself into the cgroup, says so, waits for
+ * the go and execs.  The wrapper stays as its parent (the subreaper of what it leaves): it
+ * forwards signals, reaps, follows what the program leaves (a daemon) until the last exits,
+ * then detaches the programs, removes the cgroup (the last wrapper out, when several share
+ * it) and its record, and ends with the program's status or signal. */
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
