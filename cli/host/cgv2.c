@@ -15,24 +15,19 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-/* Whether this process looks like one `ip netns exec` started: a network namespace other
- * than pid 1's and a mount namespace of its own (ip netns exec unshares the mounts and
- * mounts a fresh sysfs there, which has no cgroup2 below it).  Its name (the file under
- * /run/netns that is this namespace) into name, "" when none is; 0 when it
- * does not look so (or pid 1's namespaces cannot be read: not root). */
+/* Whether this process looks like one `ip netns exec` started (which unshares the mounts
+ * and mounts a fresh sysfs, with no cgroup2 below it): its network namespace is one named
+ * under /run/netns (its name into name), or, where pid 1's can be read, its network and
+ * mount namespaces both differ from pid 1's (name ""); 0 when it does not look so. */
 static int netns_named(char *name, size_t n)
 {
 	struct stat self, init, mself, minit;
-	if (stat("/proc/self/ns/net", &self) != 0 || stat("/proc/1/ns/net", &init) != 0 ||
-	    (self.st_dev == init.st_dev && self.st_ino == init.st_ino))
+	if (stat("/proc/self/ns/net", &self) != 0)
 		return 0;
-	if (stat("/proc/self/ns/mnt", &mself) != 0 || stat("/proc/1/ns/mnt", &minit) != 0 ||
-	    (mself.st_dev == minit.st_dev && mself.st_ino == minit.st_ino))
-		return 0;
-	name[0] = '\0'; /* (no name found) */
 	DIR *d = opendir("/run/netns");
 	struct dirent *e;
-	while (d && (e = readdir(d))) {
+	int found = 0;
+	while (d && !found && (e = readdir(d))) {
 		char path[300];
 		struct stat st;
 		if (e->d_name[0] == '.' || strlen(e->d_name) > 200)
@@ -40,12 +35,18 @@ static int netns_named(char *name, size_t n)
 		snprintf(path, sizeof path, "/run/netns/%s", e->d_name);
 		if (stat(path, &st) == 0 && st.st_dev == self.st_dev && st.st_ino == self.st_ino) {
 			snprintf(name, n, "%s", e->d_name);
-			break;
+			found = 1;
 		}
 	}
 	if (d)
 		closedir(d);
-	return 1;
+	if (found)
+		return 1;
+	name[0] = '\0';
+	return stat("/proc/1/ns/net", &init) == 0 && stat("/proc/self/ns/mnt", &mself) == 0 &&
+	       stat("/proc/1/ns/mnt", &minit) == 0 &&
+	       (self.st_dev != init.st_dev || self.st_ino != init.st_ino) &&
+	       (mself.st_dev != minit.st_dev || mself.st_ino != minit.st_ino);
 }
 
 /* /proc/self/mountinfo: "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw":
