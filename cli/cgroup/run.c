@@ -36,7 +36,6 @@
 struct cg_state {
 	char dir[4096];
 	int made, cgroup_fd;
-	int prog_fd, link_fd;    /* (unused: the programs are in g once loaded) */
 	int loaded, attached;    /* g holds the programs; they are attached to cgroup_fd */
 	struct cg_progs g;       /* the sock_ops program and the setsockopt hook */
 	unsigned long long said[ST_O_COUNT][2]; /* the hook's counts said (tick) */
@@ -295,7 +294,7 @@ int cgroup_main(const struct cli *c, const struct st_policy *p)
 	sigprocmask(SIG_BLOCK, &set, &old);
 	struct sigaction chld_was, dfl = {.sa_handler = SIG_DFL};
 	sigaction(SIGCHLD, &dfl, &chld_was);
-	struct cg_state s = {.cgroup_fd = -1, .prog_fd = -1, .link_fd = -1};
+	struct cg_state s = {.cgroup_fd = -1};
 	if (setup(c, p, &s) != 0) {
 		undo(&s);
 		return EXIT_USAGE;

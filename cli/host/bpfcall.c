@@ -1,6 +1,6 @@
-/* The bpf(2) calls of the cgroup mode besides the load (bpf.c): attach (a link for
- * socktune --cgroup, BPF_PROG_ATTACH for attach --cgroup), detach, and what the kernel says
- * of the programs on a cgroup (their ids and names: ours is told by its name). */
+/* The bpf(2) calls of the cgroup mode besides the load (bpf.c): attach (BPF_PROG_ATTACH,
+ * BPF_F_ALLOW_MULTI), detach, maps, and what the kernel says of the programs on a cgroup
+ * (their ids and names; which are ours: owned.c's records). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,26 +14,6 @@
 long cg_bpf(int cmd, void *attr, size_t size)
 {
 	return syscall(__NR_bpf, cmd, attr, size);
-}
-
-int cg_link_create(int prog_fd, int cgroup_fd, char *err, size_t n)
-{
-	struct st_bpf_link_create a = {.prog_fd = (uint32_t)prog_fd, .target_fd = (uint32_t)cgroup_fd,
-	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS};
-	int fd = (int)cg_bpf(ST_BPF_LINK_CREATE, &a, sizeof a);
-	if (fd >= 0)
-		return fd;
-	int e = errno;
-	if (e == EPERM)
-		snprintf(err, n, "attaching to the cgroup: %s (another party's program is attached "
-		         "there without BPF_F_ALLOW_MULTI, or a capability is missing: CAP_BPF and "
-		         "CAP_NET_ADMIN)", strerror(e));
-	else if (e == EINVAL)
-		snprintf(err, n, "attaching to the cgroup: %s (BPF links for cgroups: Linux 5.7)",
-		         strerror(e));
-	else
-		snprintf(err, n, "attaching to the cgroup: %s", strerror(e));
-	return -1;
 }
 
 int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n)

@@ -1,5 +1,6 @@
 /* The bpf(2) calls and the cgroup v2 lookups that the cgroup mode, check and doctor share:
- *   bpfcall.c  attach (a link, BPF_PROG_ATTACH), detach, query, a program's id and name
+ *   bpfcall.c  attach (BPF_PROG_ATTACH), detach, query, maps, a program's id and name
+ *   owned.c    (owned.h) what socktune attached, on record: ours is known by it
  *   bpfread.c  whether the kernel loads a SOCK_OPS program here; what one of ours sets
  *   cgv2.c     the cgroup v2 mount, which cgroup a process is in */
 #ifndef SOCKTUNE_BPFHOST_H
@@ -9,17 +10,13 @@
 
 #include "socktune_opts.h"
 
-#define CG_PROG_NAME "socktune" /* how ours is told apart from another party's */
+#define CG_PROG_NAME "socktune" /* the name ours is loaded with (ours is known by record) */
 
 /* ---- bpfcall.c ---- */
 
 /* bpf(2) itself: cmd with attr (a head of union bpf_attr, bpf_abi.h). */
 long cg_bpf(int cmd, void *attr, size_t size);
 
-/* Attach prog_fd to the cgroup directory cgroup_fd with a BPF link (BPF_CGROUP_SOCK_OPS): it
- * is detached when the link's descriptor is closed, by the wrapper or by its death, and it
- * runs beside other programs there (a link is always BPF_F_ALLOW_MULTI).  The link, or -1. */
-int cg_link_create(int prog_fd, int cgroup_fd, char *err, size_t n);
 /* Attach prog_fd to cgroup_fd with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (socktune attach
  * --cgroup): it stays after socktune exits, until detached, and runs beside other programs
  * attached with the same flag.  0, or -1 with err. */
