@@ -47,7 +47,7 @@ if setup_ns NS 2>"$TMP/ns.err"; then
 	rm -f "$TMP/ran"
 	ip netns exec "$NS" "$CLI" --cgroup --nodelay -- touch "$TMP/ran" 2>"$TMP/netns.err"
 	rc=$?
-	check cgroup_ip_netns_exec_names_nsenter "status $rc (want 2), ran: $([ -e "$TMP/ran" ] && echo yes || echo no): $(head -c 400 "$TMP/netns.err")" \
+	check cgroup_ip_netns_exec_names_nsenter "status $rc (want 2), ran: $([ -e "$TMP/ran" ] && echo yes || echo no): $(head -c 400 "$TMP/netns.err") (inside: $(ip netns exec "$NS" sh -c 'stat -L -c %i /proc/self/ns/net; stat -c "%n %i" /run/netns/*' 2>&1 | tr '\n' ' '))" \
 		"$rc" = 2 -a ! -e "$TMP/ran" -a -n "$(grep -F "nsenter --net=/run/netns/$NS" "$TMP/netns.err")"
 	nsenter --net=/run/netns/"$NS" "$CLI" --cgroup --nodelay -- touch "$TMP/ran" 2>"$TMP/nsenter.err"
 	rc=$?

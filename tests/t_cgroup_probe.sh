@@ -81,14 +81,15 @@ check cgroup_probe_early_clients_tuned "server ends with nodelay=1: $(grep -c '^
 
 # without CAP_SYS_ADMIN (no namespace of its own) and with --ports: no probe on the host's
 # port of the scope; said, and the program's own first connection read instead
-if command -v setpriv >/dev/null && setpriv --bounding-set -sys_admin true 2>/dev/null; then
+if command -v setpriv >/dev/null &&
+	setpriv --bounding-set -sys_admin "$CLI" --cgroup --nodelay -- true 2>"$TMP/nocap.err"; then
 	early_run nons setpriv --bounding-set -sys_admin "$CLI"
 	r=$(field "$(cat "$TMP/nons.cl")" resets)
 	check cgroup_probe_no_namespace_no_port_taken "client: $(cat "$TMP/nons.cl") (want resets=0); log: $(head -c 500 "$TMP/nons.err")" \
 		"${r:-x}" = 0 -a -n "$(grep 'not read back from a probe: .*own first connection is read instead' "$TMP/nons.err")" -a \
 		-z "$(grep 'source=probe' "$TMP/nons.err")"
 else
-	skip cgroup_probe_no_namespace_no_port_taken "no setpriv --bounding-set here"
+	skip cgroup_probe_no_namespace_no_port_taken "socktune --cgroup does not run without CAP_SYS_ADMIN here: $(grep -v '^socktune pid=' "$TMP/nocap.err" | head -n 1)"
 fi
 
 # ---- the program's own first connection, read back from a copy of its descriptor
