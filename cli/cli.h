@@ -327,4 +327,23 @@ void stats_prometheus(FILE *out, const char *const *paths, struct stats_view *co
                       int n);
 
 
+/* ---- pass.c: the wrappers' listener pass over their family (the program and what it
+ * starts or leaves), the attach mode's (attach/supervise.c) and the cgroup wrapper's
+ * (--backlog, cgroup/run.c); made of attach/'s parts, at the top for both ---- */
+
+#define ATTACH_PASS_MS 20 /* a pass every 20 ms: connections that come before a new
+                           * listener's first pass get its old values */
+struct attach_pass;
+/* The pass state for p (backlog_only: the backlog options and --ports alone, the rest being
+ * a sock_ops program's); MODE names the wrapper in its lines ("--attach").  NULL: no memory. */
+struct attach_pass *attach_pass_open(const struct st_policy *p, const char *mode,
+                                     int backlog_only);
+/* One pass: each new listener of the family tuned, its line said (on stderr, in one write). */
+void attach_pass_run(struct attach_pass *ap, int child);
+/* Where the wrapper's own lines go, to be said with the pass's (attach_pass_flush). */
+FILE *attach_pass_say(struct attach_pass *ap);
+void attach_pass_flush(struct attach_pass *ap);
+/* What is pending said, everything closed (NULL: nothing). */
+void attach_pass_close(struct attach_pass *ap);
+
 #endif

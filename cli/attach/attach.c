@@ -67,31 +67,6 @@ void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
 	rec_str(w, K_ERROR, msg);
 }
 
-int attach_pidfd(struct attach_state *t, int pid)
-{
-	for (size_t k = 0; k < t->npidfds; k++)
-		if (t->pidfds[k].pid == pid)
-			return t->pidfds[k].pidfd;
-	if (grow(&t->pidfds, &t->cappidfds, t->npidfds, sizeof *t->pidfds, 64) != 0) {
-		errno = ENOMEM;
-		return -1;
-	}
-	int pfd = svc_high_fd((int)syscall(SYS_pidfd_open, pid, 0));
-	if (pfd >= 0)
-		t->pidfds[t->npidfds++] = (struct attach_pidfd){pid, pfd};
-	return pfd;
-}
-
-void attach_pidfd_drop(struct attach_state *t, int pid)
-{
-	for (size_t k = 0; k < t->npidfds; k++)
-		if (t->pidfds[k].pid == pid) {
-			close(t->pidfds[k].pidfd);
-			t->pidfds[k] = t->pidfds[--t->npidfds];
-			return;
-		}
-}
-
 unsigned attach_want(const struct attach_state *t)
 {
 	if (!t->connections)

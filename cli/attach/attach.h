@@ -54,7 +54,7 @@ unsigned attach_want(const struct attach_state *t);
 /* One look at svc: each new socket of it tuned through a copy held only for the change,
  * its line written after the copy is closed.  0, or -errno when the look failed. */
 int attach_look(struct attach_state *t, struct service *svc);
-/* The pidfd of pid (opened at the first call, kept), or -1 with errno. */
+/* (pidfds.c) The pidfd of pid (opened at the first call, kept), or -1 with errno. */
 int attach_pidfd(struct attach_state *t, int pid);
 /* Forget pid's pidfd (it exited). */
 void attach_pidfd_drop(struct attach_state *t, int pid);
@@ -64,24 +64,6 @@ void attach_refuse(struct attach_state *t, int pid, const char *call, int err);
  * under --json the document's "error" (the first) and a warning of kind KIND. */
 void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* ---- pass.c: the wrappers' listener pass over their family (the program and what it
- * starts or leaves), supervise.c's and the cgroup wrapper's (--backlog) ---- */
-
-#define ATTACH_PASS_MS 20 /* a pass every 20 ms: connections that come before a new
-                           * listener's first pass get its old values */
-struct attach_pass;
-/* The pass state for p (backlog_only: the backlog options and --ports alone, the rest being
- * a sock_ops program's); MODE names the wrapper in its lines ("--attach").  NULL: no memory. */
-struct attach_pass *attach_pass_open(const struct st_policy *p, const char *mode,
-                                     int backlog_only);
-/* One pass: each new listener of the family tuned, its line said (on stderr, in one write). */
-void attach_pass_run(struct attach_pass *ap, int child);
-/* Where the wrapper's own lines go, to be said with the pass's (attach_pass_flush). */
-FILE *attach_pass_say(struct attach_pass *ap);
-void attach_pass_flush(struct attach_pass *ap);
-/* What is pending said, everything closed (NULL: nothing). */
-void attach_pass_close(struct attach_pass *ap);
 
 /* ---- attachwatch.c: after TCP_NODELAY on live connections, the stall a peer's own Nagle
  * makes against the server's delayed ACK ---- */

@@ -29,7 +29,6 @@
 #include "cgroup.h"
 #include "service.h"
 #include "owned.h"
-#include "attach.h" /* the listener pass (--backlog) */
 
 #define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
 
