@@ -217,8 +217,11 @@ static void attach_one(struct out *o, const char *target, const struct cg_where 
 	struct own_rec rec;
 	/* on record before it is attached: a socktune killed in between leaves nothing that is
 	 * not known as ours */
-	if (own_rec_fill(&rec, "attach", w->dir, w->id, 0, ids, types, 2) != 0 ||
-	    own_write(&rec, err, sizeof err) != 0) {
+	if (own_rec_fill(&rec, "attach", w->dir, w->id, 0, fds, types, 2) != 0)
+		snprintf(err, sizeof err, "%s", strerror(errno));
+	else if (own_write(&rec, err, sizeof err) == 0)
+		err[0] = '\0';
+	if (err[0]) {
 		snprintf(why, sizeof why, "%.64s: %.2000s: not attached: the record that tells it is ours "
 		         "could not be written: %.3000s", target, w->dir, err);
 		out_fail(o, 1, target, why);

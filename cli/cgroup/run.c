@@ -133,12 +133,14 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 	}
 	/* on record before it is attached: what a SIGKILL leaves, a later run knows as ours */
 	struct stat st;
-	const unsigned ids[2] = {s->g.ops_id, s->g.hook_fd >= 0 ? s->g.hook_id : 0};
+	const int fds[2] = {s->g.ops_fd, s->g.hook_fd};
 	const int types[2] = {OWN_AT_SOCK_OPS, OWN_AT_SETSOCKOPT};
-	snprintf(err, sizeof err, "%s", strerror(errno = ENOENT)); /* (a program gone meanwhile) */
 	if (fstat(s->cgroup_fd, &st) != 0 ||
-	    own_rec_fill(&s->rec, "run", s->dir, (unsigned long long)st.st_ino, s->made, ids, types, 2) != 0 ||
-	    own_write(&s->rec, err, sizeof err) != 0) {
+	    own_rec_fill(&s->rec, "run", s->dir, (unsigned long long)st.st_ino, s->made, fds, types, 2) != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
+		return -1;
+	}
+	if (own_write(&s->rec, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: the record of the programs could not be written (%s): "
 		        "not attached (without it, a later run could not tell them from another "
 		        "party's)\n", err);

@@ -39,25 +39,31 @@ int own_dir(char *out, size_t n, char *err, size_t en)
 	return 0;
 }
 
+/* p from the program's descriptor (BPF_OBJ_GET_INFO_BY_FD: no CAP_SYS_ADMIN needed). */
+static int prog_of_fd(int fd, struct own_prog *p)
+{
+	struct st_bpf_prog_info info;
+	memset(&info, 0, sizeof info);
+	struct st_bpf_info_by_fd a = {.bpf_fd = (uint32_t)fd, .info_len = sizeof info,
+	                              .info = (uintptr_t)&info};
+	if (cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a) != 0)
+		return -1;
+	p->id = info.id;
+	for (int k = 0; k < 8; k++)
+		snprintf(p->tag + 2 * k, 3, "%02x", info.tag[k]);
+	p->load_time = info.load_time;
+	return 0;
+}
+
 int own_prog_now(unsigned id, struct own_prog *p)
 {
 	struct st_bpf_get_id g = {.id = id};
 	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g);
 	if (fd < 0)
 		return -1;
-	struct st_bpf_prog_info info;
-	memset(&info, 0, sizeof info);
-	struct st_bpf_info_by_fd a = {.bpf_fd = (uint32_t)fd, .info_len = sizeof info,
-	                              .info = (uintptr_t)&info};
-	int r = (int)cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a);
+	int r = prog_of_fd(fd, p);
 	close(fd);
-	if (r != 0)
-		return -1;
-	p->id = id;
-	for (int k = 0; k < 8; k++)
-		snprintf(p->tag + 2 * k, 3, "%02x", info.tag[k]);
-	p->load_time = info.load_time;
-	return 0;
+	return r;
 }
 
 unsigned long long own_start_of(int pid)
@@ -388,7 +394,7 @@ int own_detach(unsigned id, int attach_type, int cgroup_fd)
 }
 
 int own_rec_fill(struct own_rec *r, const char *kind, const char *cgroup, unsigned long long cgroup_id,
-                 int made, const unsigned *ids, const int *types, int n)
+                 int made, const int *fds, const int *types, int n)
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->kind, sizeof r->kind, "%s", kind);
@@ -398,9 +404,9 @@ int own_rec_fill(struct own_rec *r, const char *kind, const char *cgroup, unsign
 	r->made = made;
 	snprintf(r->cgroup, sizeof r->cgroup, "%s", cgroup);
 	for (int k = 0; k < n && r->nprogs < OWN_MAX_PROGS; k++) {
-		if (!ids[k])
+		if (fds[k] < 0)
 			continue;
-		if (own_prog_now(ids[k], &r->prog[r->nprogs]) != 0)
+		if (prog_of_fd(fds[k], &r->prog[r->nprogs]) != 0)
 			return -1;
 		r->prog[r->nprogs++].attach_type = types[k];
 	}

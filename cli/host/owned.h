@@ -68,9 +68,9 @@ int own_query(int cgroup_fd, int attach_type, unsigned *ids, int max);
 int own_attach(int prog_fd, int attach_type, int cgroup_fd, unsigned replace_id);
 /* Program id detached from cgroup_fd: 0, or -1 with errno. */
 int own_detach(unsigned id, int attach_type, int cgroup_fd);
-/* r filled for this process (kind, the cgroup, whether made, the programs ids[n] with their
- * hooks; an id 0 is left out): 0, or -1 when a program is gone. */
+/* r filled for this process (kind, the cgroup, whether made, the programs fds[n] with their
+ * hooks; a descriptor -1 is left out): 0, or -1 with errno. */
 int own_rec_fill(struct own_rec *r, const char *kind, const char *cgroup, unsigned long long cgroup_id,
-                 int made, const unsigned *ids, const int *types, int n);
+                 int made, const int *fds, const int *types, int n);
 
 #endif
