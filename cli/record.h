@@ -313,7 +313,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(STS_QUICKACK_REARMS, "quickack_rearms", REC_INT, "stats: TCP_QUICKACK re-arms")            \
 	X(STS_SETSOCKOPT_FAILURES, "setsockopt_failures", REC_INT, "stats: setsockopt calls refused") \
 	X(STS_OVERRIDES_REFUSED, "app_overrides_refused", REC_INT,                                 \
-	  "stats: the program's setsockopt of a governed option, undone")                       \
+	  "stats: the program's setsockopt of a governed option, undone; detach: those the cgroup hook refused") \
 	X(STS_RETIRED_LISTENERS, "retired_listeners", REC_INT, "stats: closed listeners, slot reused") \
 	X(STS_RETIRED_ACCEPTED, "retired_accepted", REC_INT, "stats: what those had accepted")       \
 	X(STS_OVERFLOWS_START, "listen_overflows_start", REC_INT, "stats: TcpExt ListenOverflows at start") \

@@ -7,7 +7,9 @@
 # said (event=app-override ... count=N action=refused), the call itself succeeds; a server
 # that sets the policy's own value is not counted; an outgoing connection the program did not
 # tune (no --client) keeps the app's value, one it tuned (--client) is held; IPv6 too.
-# Afterwards nothing of ours is left (the cgroup gone, both programs unloaded).  The sock_ops
+# Afterwards nothing of ours is left (the cgroup gone, both programs unloaded).  attach
+# --cgroup --nodelay on the running server's cgroup holds it the same way, and detach says
+# what its hook refused (app_overrides_refused, read from the hook's map).  The sock_ops
 # program's size is bound by its instruction count alone: 7 IPv4 peers with --client
 # --syn-rto --initrwnd load; 16 are refused naming the count.
 . "$(dirname "$0")/lib.sh"
@@ -122,3 +124,23 @@ check cgroup_hold.sixteen_peers_refused_by_count "status $rc: $(head -c 400 "$TM
 "$CLI" --schema >"$TMP/schema"
 res=$($PY "$ROOT/tests/py/logfmt_check.py" "$TMP/schema" $(grep -ls 'event=app-override' "$TMP"/*.err) 2>/dev/null)
 check cgroup_hold.lines_in_schema "$res" "$res" = ok
+
+# ---- attach --cgroup --nodelay on a running server's cgroup: the hook comes with it; its
+# count is said by detach (app_overrides_refused), read from the hook's map before it goes
+cg_test_dir cgroup_hold_attach
+rs att sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -n 1 -t 20' sh "$CG" "$RS"
+"$CLI" attach --cgroup --nodelay "$RS_PID" >"$TMP/attach.out" 2>"$TMP/attach.err"
+rc=$?
+over=$(kc att)
+wait $RS_PID
+echo "INFO cgroup_hold_attach: requests over 30 ms: plain $plain_over of $REQS, after attach --cgroup --nodelay ${over:-?} of $REQS"
+check cgroup_hold_attach.nodelay_after_reset "attach status $rc: $(grep -E '^(CONN|DONE)' "$TMP/att.out" | tr '\n' ' ') $(head -c 300 "$TMP/attach.err"); hook: $("$BPFQ" attached "$CG" setsockopt)" \
+	"$rc" = 0 -a -n "$(grep '^CONN nodelay=1 set=0' "$TMP/att.out")"
+check cgroup_hold_attach.not_stalled "$(cat "$TMP/att.kc") (want at most 2 of $REQS over 30 ms; plain: $plain_over)" \
+	-n "$over" -a "${over:-99}" -le 2
+"$CLI" detach "$CG" >"$TMP/det.out" 2>"$TMP/det.err"
+rc=$?
+line=$(grep 'event=cgroup_detach' "$TMP/det.out")
+check cgroup_hold_attach.override_said "status $rc: $line $(head -c 300 "$TMP/det.err")" \
+	"$rc" = 0 -a "$(field "$line" app_overrides_refused)" = 1 -a "$(field "$line" detached)" = 2 -a \
+	-n "$(printf '%s' "$line" | grep -F 'nodelay 1 (accepted)')" -a -z "$("$BPFQ" attached "$CG" setsockopt)"

@@ -219,7 +219,7 @@ static void attach_one(struct out *o, const char *target, const struct cg_where 
 	 * not known as ours */
 	if (own_rec_fill(&rec, "attach", w->dir, w->id, 0, fds, types, 2) != 0)
 		snprintf(err, sizeof err, "%s", strerror(errno));
-	else if (own_write(&rec, err, sizeof err) == 0)
+	else if (cg_progs_held_keys(g, rec.held, sizeof rec.held), own_write(&rec, err, sizeof err) == 0)
 		err[0] = '\0';
 	if (err[0]) {
 		snprintf(why, sizeof why, "%.64s: %.2000s: not attached: the record that tells it is ours "
@@ -374,6 +374,32 @@ int cg_attach_main(const struct cli *c, const struct st_policy *p)
 	return out_end(&o);
 }
 
+/* What the hooks of ours on t refused of the server's own setsockopt, read before they go:
+ * the total, and each option with its count said in held ("nodelay 12 (accepted)"). */
+static unsigned long long refused_of(const struct there *t, char *held, size_t n)
+{
+	unsigned long long total = 0;
+	held[0] = '\0';
+	for (int k = 0; k < t->n; k++) {
+		struct cg_override c[2 * ST_O_COUNT];
+		int m = t->type[k] == OWN_AT_SETSOCKOPT ? cg_hook_counts_of(t->id[k], c, 2 * ST_O_COUNT) : -1;
+		char keys[sizeof t->rec[k]->held], *save = NULL, *key;
+		snprintf(keys, sizeof keys, "%s", t->rec[k]->held);
+		key = strtok_r(keys, " ", &save);
+		for (int j = 0; j < m && key; j++) {
+			if (c[j].count) {
+				size_t l = strlen(held);
+				snprintf(held + l, n - l, "%s%s %llu (%s)", l ? ", " : "", key, c[j].count,
+				         j % 2 ? "outgoing" : "accepted");
+			}
+			total += c[j].count;
+			if (j % 2)
+				key = strtok_r(NULL, " ", &save);
+		}
+	}
+	return total;
+}
+
 static void detach_one(struct out *o, const char *target, const struct cg_where *w, int root,
                        const struct own_rec *recs, int nrecs)
 {
@@ -384,6 +410,8 @@ static void detach_one(struct out *o, const char *target, const struct cg_where 
 	static struct there t;
 	int detached = 0, e = 0, done[2 * MAX_PROGS] = {0};
 	look_there(fd, recs, nrecs, NULL, 0, &t);
+	char held[600];
+	unsigned long long refused = refused_of(&t, held, sizeof held);
 	for (int k = 0; k < t.n; k++) {
 		if (own_detach(t.id[k], t.type[k], fd) == 0)
 			detached += done[k] = 1;
@@ -415,8 +443,10 @@ static void detach_one(struct out *o, const char *target, const struct cg_where 
 	where_keys(r, target, w);
 	rec_int(r, K_DETACHED, detached);
 	rec_int(r, K_OTHERS, t.others);
+	rec_int(r, K_STS_OVERRIDES_REFUSED, (long long)refused);
 	snprintf(err, sizeof err, "connections made from now on in this cgroup are not tuned; those open "
-	         "keep the values they have%s%s", whose[0] ? "; detached: " : "", whose);
+	         "keep the values they have%s%s%s%.600s", whose[0] ? "; detached: " : "", whose,
+	         refused ? "; the server's own setsockopt the hook refused: " : "", held);
 	rec_str(r, K_NOTE, err);
 	out_line_end(o, r);
 }

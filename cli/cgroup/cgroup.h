@@ -104,6 +104,11 @@ struct cg_override {
 	char name[16];
 };
 int cg_progs_count(const struct cg_progs *g, int k, int end, struct cg_override *o);
+/* The same for a hook known by its id only (attach --cgroup's, read by detach): each slot of
+ * its count map in order (held option k's end e at 2k+e) into c[max]; the count, or -1. */
+int cg_hook_counts_of(unsigned hook_id, struct cg_override *c, int max);
+/* The options the hook holds, as keys, in the count map's order ("nodelay rcvbuf"). */
+void cg_progs_held_keys(const struct cg_progs *g, char *out, size_t n);
 /* The wrapper's word on them: one event=app-override line for each held option and end the
  * first time its count is not 0 (said[k][end]: the count said, 0 at first), and with final
  * one more with the totals, for each counted.  One map lookup per held option and end. */

@@ -431,3 +431,57 @@ void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int clie
 		}
 	}
 }
+
+int cg_hook_counts_of(unsigned hook_id, struct cg_override *c, int max)
+{
+	struct st_bpf_get_id g = {.id = hook_id};
+	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g), n = -1;
+	if (fd < 0)
+		return -1;
+	uint32_t ids[8];
+	struct st_bpf_prog_info info;
+	memset(&info, 0, sizeof info);
+	info.nr_map_ids = 8;
+	info.map_ids = (uintptr_t)ids;
+	struct st_bpf_info_by_fd a = {.bpf_fd = (uint32_t)fd, .info_len = sizeof info,
+	                              .info = (uintptr_t)&info};
+	int r = (int)cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a);
+	close(fd);
+	for (uint32_t m = 0; r == 0 && m < info.nr_map_ids && m < 8 && n < 0; m++) {
+		struct st_bpf_get_id mg = {.id = ids[m]};
+		int mfd = (int)cg_bpf(ST_BPF_MAP_GET_FD_BY_ID, &mg, sizeof mg);
+		if (mfd < 0)
+			continue;
+		struct st_bpf_map_info mi;
+		memset(&mi, 0, sizeof mi);
+		struct st_bpf_info_by_fd ma = {.bpf_fd = (uint32_t)mfd, .info_len = sizeof mi,
+		                               .info = (uintptr_t)&mi};
+		/* the count map: the array of slots (the other is the marks' socket storage) */
+		if (cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &ma, sizeof ma) == 0 &&
+		    mi.type == ST_BPF_MAP_TYPE_ARRAY && mi.value_size == sizeof(struct cg_override_slot)) {
+			n = 0;
+			for (uint32_t key = 0; key < mi.max_entries && n < max; key++) {
+				struct cg_override_slot s;
+				memset(&c[n], 0, sizeof c[n]);
+				if (cg_map_lookup(mfd, &key, &s) == 0) {
+					c[n].count = s.count;
+					c[n].last = (long long)(int32_t)(uint32_t)s.last;
+					memcpy(c[n].name, s.name, sizeof c[n].name - 1);
+				}
+				n++;
+			}
+		}
+		close(mfd);
+	}
+	return n;
+}
+
+void cg_progs_held_keys(const struct cg_progs *g, char *out, size_t n)
+{
+	out[0] = '\0';
+	for (int k = 0; k < g->nheld && g->hook_fd >= 0; k++) {
+		char key[ST_KEY_MAX];
+		size_t l = strlen(out);
+		snprintf(out + l, n - l, "%s%s", l ? " " : "", st_opt_key(g->held[k], key, sizeof key));
+	}
+}

@@ -140,6 +140,7 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
 		return -1;
 	}
+	cg_progs_held_keys(&s->g, s->rec.held, sizeof s->rec.held);
 	if (own_write(&s->rec, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: the record of the programs could not be written (%s): "
 		        "not attached (without it, a later run could not tell them from another "

@@ -11,7 +11,7 @@
 enum { ST_BPF_MAP_CREATE = 0, ST_BPF_MAP_LOOKUP_ELEM = 1, ST_BPF_PROG_LOAD = 5,
        ST_BPF_PROG_ATTACH = 8, ST_BPF_PROG_DETACH = 9, ST_BPF_PROG_GET_FD_BY_ID = 13,
        ST_BPF_OBJ_GET_INFO_BY_FD = 15, ST_BPF_PROG_QUERY = 16, ST_BPF_BTF_LOAD = 18,
-       ST_BPF_LINK_CREATE = 28 };
+       ST_BPF_LINK_CREATE = 28, ST_BPF_MAP_GET_FD_BY_ID = 14 };
 enum { ST_BPF_PROG_TYPE_SOCK_OPS = 13, ST_BPF_CGROUP_SOCK_OPS = 3 };
 /* the setsockopt hook (Linux 5.3): a CGROUP_SOCKOPT program at BPF_CGROUP_SETSOCKOPT */
 enum { ST_BPF_PROG_TYPE_CGROUP_SOCKOPT = 25, ST_BPF_CGROUP_SETSOCKOPT = 22 };
@@ -147,6 +147,12 @@ struct st_bpf_prog_info {
 	uint64_t jited_prog_insns, xlated_prog_insns, load_time;
 	uint32_t created_by_uid, nr_map_ids;
 	uint64_t map_ids;
+	char name[ST_BPF_OBJ_NAME_LEN];
+};
+
+/* the head of struct bpf_map_info, to its name */
+struct st_bpf_map_info {
+	uint32_t type, id, key_size, value_size, max_entries, map_flags;
 	char name[ST_BPF_OBJ_NAME_LEN];
 };
 

@@ -110,6 +110,8 @@ int own_write(struct own_rec *r, char *err, size_t en)
 	for (int k = 0; k < r->nprogs && len < (int)sizeof text; k++)
 		len += snprintf(text + len, sizeof text - len, "prog %u %s %llu %d\n", r->prog[k].id,
 		                r->prog[k].tag, r->prog[k].load_time, r->prog[k].attach_type);
+	if (len < (int)sizeof text && r->held[0])
+		len += snprintf(text + len, sizeof text - len, "held %s\n", r->held);
 	if (len < (int)sizeof text)
 		len += snprintf(text + len, sizeof text - len, "cgroup %s\n", r->cgroup);
 	if (len >= (int)sizeof text || strchr(r->cgroup, '\n')) {
@@ -177,6 +179,8 @@ static int read_one(int dfd, const char *name, struct own_rec *r)
 		else if (r->nprogs < OWN_MAX_PROGS &&
 		         sscanf(line, "prog %u %16s %llu %d", &p->id, p->tag, &p->load_time, &p->attach_type) == 4)
 			r->nprogs++;
+		else if (strncmp(line, "held ", 5) == 0 && strlen(line + 5) < sizeof r->held)
+			strcpy(r->held, line + 5);
 		else if (strncmp(line, "cgroup /", 8) == 0 && strlen(line + 7) < sizeof r->cgroup)
 			strcpy(r->cgroup, line + 7), fields++;
 	}

@@ -33,6 +33,7 @@ struct own_rec {
 	int made;                     /* socktune made the cgroup: it removes it */
 	int nprogs;
 	struct own_prog prog[OWN_MAX_PROGS];
+	char held[400];               /* the options its setsockopt hook holds, in its map's order */
 	char cgroup[4096];
 };
 
