@@ -199,7 +199,7 @@ int cg_target(const char *target, struct cg_where *w, int max, int *more, int *s
 	if (stat(mount, &root) != 0)
 		root.st_ino = 0;
 	for (int j = 0; j < nw; j++) {
-		w[j].root = w[j].id == root.st_ino;
+		w[j].root = w[j].id == 1 || w[j].id == root.st_ino; /* (1: the host's, seen from any mount) */
 		if (w[j].root) {
 			snprintf(w[j].dir, sizeof w[j].dir, "%s", mount);
 		} else if (dir_of_id(mount, w[j].id, w[j].dir, sizeof w[j].dir) != 0) {
