@@ -5,17 +5,22 @@
  * TCP_NODELAY off on every connection) replaces it: attach would say nodelay=1 while every
  * new connection runs with Nagle (~40 ms stalls against a delayed ACK).
  *
- * Exact and cheap: right after the listeners of a target are tuned, the inodes of every
+ * Exact and cheap: right after the listeners of a target are tuned, the cookies of every
  * established TCP socket of its network namespace are noted (one sock_diag dump): those were
- * made before, with the old values, whatever the program does.  Any connection accepted on a
- * tuned listener and not noted was made from the tuned listener, so the kernel gave it the
- * listener's value; read through a copy (pidfd_getfd, held for the getsockopt only), a
- * different value is the program's own.  The look lasts at most a second, a look every
- * 50 ms; it ends early for a listener once one of its new connections showed the reset, or
- * kept the listener's value for 200 ms (a program sets its value right after accept()).  A
- * listener whose program accepted nothing meanwhile is not judged.  One line per listener
- * whose connections were reset, at warn, with what holds: a cgroup hook that refuses the
- * program's own setting (attach --cgroup), or the preload. */
+ * made before, with the old values, whatever the program does.  By cookie, not inode: a
+ * connection still in an accept queue has no inode until accept() (a busy server's queue is
+ * rarely empty), but the kernel gave it its cookie when it made it, and accept() keeps it.
+ * A handshake not complete at the tune (a request socket, SYN_RECV) is not noted: at its
+ * third ACK the kernel makes the connection by cloning the listener as it is then
+ * (inet_csk_clone_lock), with the tuned values, and gives it the request's cookie.  Any
+ * connection accepted on a tuned listener and not noted was made from the tuned listener, so
+ * the kernel gave it the listener's value; read through a copy (pidfd_getfd, held for the
+ * getsockopt only), a different value is the program's own.  The look lasts at most a second,
+ * a look every 50 ms; it ends early for a listener once one of its new connections showed the
+ * reset, or kept the listener's value for 200 ms (a program sets its value right after
+ * accept()).  A listener whose program accepted nothing meanwhile is not judged.  One line
+ * per listener whose connections were reset, at warn, with what holds: a cgroup hook that
+ * refuses the program's own setting (attach --cgroup), or the preload. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +43,7 @@
 #define RESET_SVCS 64 /* targets looked at (a sock_diag socket each, for the second) */
 
 struct reset_conn {
-	unsigned long long ino;
+	unsigned long long cookie;
 	long long equal_since; /* read with the listener's values since (CLOCK_MONOTONIC, ns) */
 };
 struct reset_listener {
@@ -56,7 +61,8 @@ struct reset_listener {
 struct reset_svc {
 	const struct service *target;
 	struct service svc;          /* its own: its looks settle connections attach's must not */
-	struct svc_map before;       /* established sockets when the listeners were tuned */
+	struct svc_map before;       /* established sockets when the listeners were tuned, by
+	                              * cookie (queued ones too) */
 };
 struct attach_resets {
 	struct reset_listener *l;
@@ -120,8 +126,8 @@ void attach_reset_add(struct attach_state *t, const struct svc_sock *s, int pid,
 
 static void note_before(const struct diag_sock *d, void *ctx)
 {
-	if (d->inode)
-		svc_map_put(ctx, d->inode, 1);
+	if (d->cookie)
+		svc_map_put(ctx, d->cookie, 1);
 }
 
 void attach_reset_arm(struct attach_state *t, const struct service *target)
@@ -181,7 +187,8 @@ static int on_conn(const struct svc_sock *s, const struct holder *h, size_t nh, 
 {
 	struct reset_look *x = ctx;
 	struct attach_resets *rs = x->t->resets;
-	if (s->kind != SVC_ACCEPTED || s->listener < 0 || svc_map_get(&x->v->before, s->ino) >= 0)
+	if (s->kind != SVC_ACCEPTED || s->listener < 0 || !s->cookie ||
+	    svc_map_get(&x->v->before, s->cookie) >= 0)
 		return SVC_DONE; /* a listener (tuned by attach's own look), or made before */
 	struct reset_listener *l = listener_of(rs, x->v, x->v->svc.s[s->listener].ino);
 	if (!l || l->verdict)
@@ -212,10 +219,10 @@ static int on_conn(const struct svc_sock *s, const struct holder *h, size_t nh, 
 		return SVC_DONE;
 	}
 	int k = 0;
-	while (k < l->nconns && l->conns[k].ino != s->ino)
+	while (k < l->nconns && l->conns[k].cookie != s->cookie)
 		k++;
 	if (k == l->nconns && l->nconns < RESET_CONNS)
-		l->conns[l->nconns++] = (struct reset_conn){s->ino, x->now};
+		l->conns[l->nconns++] = (struct reset_conn){s->cookie, x->now};
 	if (k < l->nconns && x->now - l->conns[k].equal_since >= RESET_KEPT_NS)
 		l->verdict = 2;
 	return l->verdict ? SVC_DONE : SVC_AGAIN;

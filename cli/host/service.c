@@ -77,6 +77,7 @@ static void on_sock(const struct diag_sock *d, void *ctx)
 	struct svc_sock *s = &svc->s[svc->n++];
 	memset(s, 0, sizeof *s);
 	s->ino = d->inode;
+	s->cookie = d->cookie;
 	s->kind = d->state == TS_LISTEN ? SVC_LISTENER : SVC_OUTGOING;
 	s->family = d->family;
 	s->state = d->state;

@@ -48,6 +48,7 @@ enum svc_kind { SVC_LISTENER, SVC_ACCEPTED, SVC_OUTGOING };
 
 struct svc_sock {
 	unsigned long long ino;
+	unsigned long long cookie; /* sock_diag's idiag_cookie (0: /proc/PID/net read) */
 	int kind;    /* enum svc_kind */
 	int family;
 	unsigned state, sport, dport;

@@ -4,26 +4,31 @@
  * "PORT n", then for each connection what it carried when accepted (the listener's, as the
  * kernel copied it) and after its own setsockopt:
  *
- *   nodelayoff [-4|-6] [-r] [-n CONNS] [-t SECONDS]
+ *   nodelayoff [-4|-6] [-r] [-w MS] [-n CONNS] [-t SECONDS]
  *
  *   CONN i=0 accepted_nodelay=1 nodelay=0
  *
- * It exits after CONNS connections (default 1000) or SECONDS (default 30). */
+ * With -w it accepts nothing until its listener reads TCP_NODELAY 1 (set from outside: attach
+ * tuned it), then MS milliseconds more: a server slow to accept, whose accept queue holds
+ * connections the kernel made before the tune (with the listener's old 0) and that it
+ * accepts after.  It exits after CONNS connections (default 1000) or SECONDS (default 30). */
 #include "common.h"
 
 int main(int argc, char **argv)
 {
 	prog_name = "nodelayoff";
 	int family = AF_INET, reset = 0, conns = 1000, timeout = 30, c;
-	while ((c = getopt(argc, argv, "46rn:t:")) != -1) {
+	long long wait_ms = -1;
+	while ((c = getopt(argc, argv, "46rw:n:t:")) != -1) {
 		switch (c) {
 		case '4': family = AF_INET; break;
 		case '6': family = AF_INET6; break;
 		case 'r': reset = 1; break;
+		case 'w': wait_ms = num_arg("-w", optarg, 0, 60000); break;
 		case 'n': conns = (int)num_arg("-n", optarg, 1, 100000); break;
 		case 't': timeout = (int)num_arg("-t", optarg, 1, 3600); break;
 		default:
-			fprintf(stderr, "usage: nodelayoff [-4|-6] [-r] [-n CONNS] [-t SECONDS]\n");
+			fprintf(stderr, "usage: nodelayoff [-4|-6] [-r] [-w MS] [-n CONNS] [-t SECONDS]\n");
 			return 2;
 		}
 	}
@@ -36,6 +41,10 @@ int main(int argc, char **argv)
 	printf("PORT %u\n", local_port(lfd));
 	fflush(stdout);
 	long long deadline = now_us() + timeout * 1000000LL;
+	while (wait_ms >= 0 && sockopt_int(lfd, IPPROTO_TCP, TCP_NODELAY) != 1 && now_us() < deadline)
+		usleep(5000);
+	if (wait_ms > 0)
+		usleep((useconds_t)(wait_ms * 1000));
 	for (int i = 0; i < conns;) {
 		if (wait_fd(lfd, POLLIN, deadline) <= 0)
 			break;
