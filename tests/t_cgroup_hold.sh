@@ -9,7 +9,14 @@
 # tune (no --client) keeps the app's value, one it tuned (--client) is held; IPv6 too.
 # Afterwards nothing of ours is left (the cgroup gone, both programs unloaded).  attach
 # --cgroup --nodelay on the running server's cgroup holds it the same way, and detach says
-# what its hook refused (app_overrides_refused, read from the hook's map).  The sock_ops
+# what its hook refused (app_overrides_refused, read from the hook's map).  The hook never
+# changes the result of the app's own call: a value the kernel refuses (TCP_KEEPIDLE -5 or 0,
+# TCP_KEEPCNT 200; SO_PRIORITY 7 from an unprivileged process; a congestion control not
+# loaded) gets the kernel's own error, as without socktune, and is not counted; one in range
+# is held and counted, passed with an optlen over a page too; a policy value the app's own
+# call may be refused for lack of privilege (a congestion control not in
+# net.ipv4.tcp_allowed_congestion_control; SO_PRIORITY above 6) is not held, said in one
+# line, and the unprivileged app's own call succeeds as without socktune.  The sock_ops
 # program's size is bound by its instruction count alone: 7 IPv4 peers with --client
 # --syn-rto --initrwnd load; 16 are refused naming the count.
 . "$(dirname "$0")/lib.sh"
@@ -105,6 +112,95 @@ wait $RS_PID
 check cgroup_hold.outgoing_tuned_held "$(grep '^OUT' "$TMP/outc.out") (want 1); log: $(grep 'event=app-override' "$TMP/outc.err" | head -c 400)" \
 	-n "$(grep '^OUT nodelay=1 set=0' "$TMP/outc.out")" -a \
 	-n "$(grep 'event=app-override .*socket=client option=nodelay app_value=0 want=1 count=1 ' "$TMP/outc.err")"
+
+# ---- the app's own calls keep their results: what the kernel refuses goes through
+# untouched (its error, not counted), what it takes is held.  set1 NAME [FAMILY] CMD...: CMD
+# (resetsrv with -s, wrapped or not) and one request; its SET lines in $TMP/NAME.out
+set1() {
+	_n=$1 _f=4
+	shift
+	case $1 in [46]) _f=$1; shift ;; esac
+	rs "$_n" "$@"
+	"$BIN/kaclient" http -n 1 -T 5 "$(host_of $_f)" "$RS_PORT" >/dev/null 2>&1
+	wait $RS_PID
+}
+# set_of NAME OPT=VAL: "rc=RC read=X" of that SET line
+set_of() { sed -n "s/^SET $2 \(rc=[^ ]* read=[^ ]*\)$/\1/p" "$TMP/$1.out" | head -n 1; }
+# said NAME OPTION: the app-override line of OPTION, the last ("" none)
+said() { grep "event=app-override .*option=$2 " "$TMP/$1.err" | tail -n 1; }
+
+KA="-s TCP_KEEPIDLE=-5 -s TCP_KEEPIDLE=0 -s TCP_KEEPCNT=200 -s TCP_KEEPIDLE=77 -s TCP_KEEPINTVL=20,8192"
+set1 kaplain "$RS" -n 1 -t 20 $KA
+set1 kaheld "$CLI" --cgroup --keepalive 60:10:5 -- "$RS" -n 1 -t 20 $KA
+res=""
+for sv in TCP_KEEPIDLE=-5 TCP_KEEPIDLE=0 TCP_KEEPCNT=200; do
+	res="$res $sv: plain $(set_of kaplain $sv), --cgroup $(set_of kaheld $sv);"
+done
+check cgroup_hold.out_of_range_kernels_error "$res log: $(grep 'event=app-override' "$TMP/kaheld.err" | head -c 400)" \
+	"$(set_of kaplain TCP_KEEPIDLE=-5 | cut -d' ' -f1)" = rc=22 -a "$(set_of kaheld TCP_KEEPIDLE=-5)" = "rc=22 read=60" -a \
+	"$(set_of kaheld TCP_KEEPIDLE=0)" = "rc=22 read=60" -a "$(set_of kaheld TCP_KEEPCNT=200)" = "rc=22 read=5" -a \
+	-z "$(said kaheld keepalive.cnt)"
+line=$(said kaheld keepalive.idle)
+check cgroup_hold.in_range_held_counted "plain $(set_of kaplain TCP_KEEPIDLE=77), --cgroup $(set_of kaheld TCP_KEEPIDLE=77) (want rc=0 read=60); log: $line" \
+	"$(set_of kaplain TCP_KEEPIDLE=77)" = "rc=0 read=77" -a "$(set_of kaheld TCP_KEEPIDLE=77)" = "rc=0 read=60" -a \
+	"$(field "$line" app_value)" = 77 -a "$(field "$line" count)" = 1
+line=$(said kaheld keepalive.intvl)
+check cgroup_hold.optlen_over_a_page_held "TCP_KEEPINTVL=20 with optlen 8192: plain $(set_of kaplain TCP_KEEPINTVL=20), --cgroup $(set_of kaheld TCP_KEEPINTVL=20) (want rc=0 read=10); log: $line" \
+	"$(set_of kaplain TCP_KEEPINTVL=20)" = "rc=0 read=20" -a "$(set_of kaheld TCP_KEEPINTVL=20)" = "rc=0 read=10" -a \
+	"$(field "$line" count)" = 1
+
+# TCP_CONGESTION: a name any process may choose is held; one not loaded fails as it would
+allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null)
+avail=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)
+cc_a=$(echo $allowed | cut -d' ' -f1) cc_b=$(echo $allowed | cut -d' ' -f2)
+if [ -n "$cc_b" ] && [ "$cc_a" != "$cc_b" ]; then
+	set1 ccheld "$CLI" --cgroup --congestion "$cc_a" -- "$RS" -n 1 -t 20 -s TCP_CONGESTION=nosuchcc -s TCP_CONGESTION="$cc_b"
+	line=$(said ccheld congestion)
+	check cgroup_hold.congestion_unknown_enoent_allowed_held "nosuchcc: $(set_of ccheld TCP_CONGESTION=nosuchcc) (want rc=2, ENOENT); $cc_b: $(set_of ccheld TCP_CONGESTION=$cc_b) (want read=$cc_a); log: $line" \
+		"$(set_of ccheld TCP_CONGESTION=nosuchcc | cut -d' ' -f1)" = rc=2 -a \
+		"$(set_of ccheld TCP_CONGESTION=$cc_b)" = "rc=0 read=$cc_a" -a \
+		"$(field "$line" app_name)" = "$cc_b" -a "$(field "$line" count)" = 1
+else
+	skip cgroup_hold.congestion_unknown_enoent_allowed_held "net.ipv4.tcp_allowed_congestion_control names fewer than two ($allowed)"
+fi
+
+# an unprivileged app (setpriv: uid and gid 65534, no capabilities)
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all"
+if ! command -v setpriv >/dev/null 2>&1 || ! $NOBODY true 2>/dev/null; then
+	skip cgroup_hold.unprivileged "no setpriv that drops to uid 65534 here"
+else
+	# SO_PRIORITY above 6 needs CAP_NET_ADMIN: the app's 7 fails as it would (not made our 3)
+	set1 prplain $NOBODY "$RS" -n 1 -t 20 -s SO_PRIORITY=7 -s SO_PRIORITY=5
+	set1 prheld "$CLI" --cgroup --priority 3 -- $NOBODY "$RS" -n 1 -t 20 -s SO_PRIORITY=7 -s SO_PRIORITY=5
+	line=$(said prheld priority)
+	check cgroup_hold.unprivileged_priority_eperm_kept "7: plain $(set_of prplain SO_PRIORITY=7), --cgroup $(set_of prheld SO_PRIORITY=7) (want rc=1, EPERM, both); 5: $(set_of prheld SO_PRIORITY=5) (want read=3); log: $line" \
+		"$(set_of prplain SO_PRIORITY=7 | cut -d' ' -f1)" = rc=1 -a "$(set_of prheld SO_PRIORITY=7)" = "rc=1 read=3" -a \
+		"$(set_of prheld SO_PRIORITY=5)" = "rc=0 read=3" -a "$(field "$line" app_value)" = 5 -a "$(field "$line" count)" = 1
+	# --priority 7: the app's own call with it would need CAP_NET_ADMIN; not held
+	"$CLI" --cgroup --priority 7 -- true 2>"$TMP/pr7.err"
+	if [ $? = 2 ]; then
+		skip cgroup_hold.unprivileged_priority_over_6_not_held "the command refuses --priority 7 itself: $(head -n 1 "$TMP/pr7.err")"
+	else
+		set1 pr7 "$CLI" --cgroup --priority 7 -- $NOBODY "$RS" -n 1 -t 20 -s SO_PRIORITY=3
+		check cgroup_hold.unprivileged_priority_over_6_not_held "$(set_of pr7 SO_PRIORITY=3) (want rc=0 read=3); $(grep 'not held' "$TMP/pr7.err")" \
+			"$(set_of pr7 SO_PRIORITY=3)" = "rc=0 read=3" -a -n "$(grep -F 'priority 7 (SO_PRIORITY) is not held' "$TMP/pr7.err")"
+	fi
+	# a congestion control loaded but not allowed: the policy's, not held; the app's own
+	# choice of an allowed one succeeds, as without socktune (not made EPERM)
+	cc_r=""
+	for n in $avail; do
+		case " $allowed " in *" $n "*) ;; *) cc_r=$n; break ;; esac
+	done
+	if [ -z "$cc_r" ]; then
+		skip cgroup_hold.unprivileged_congestion_not_allowed_not_held "every loaded congestion control is allowed here ($avail)"
+	else
+		set1 ccr "$CLI" --cgroup --congestion "$cc_r" -- $NOBODY "$RS" -n 1 -t 20 -s TCP_CONGESTION="$cc_a"
+		check cgroup_hold.unprivileged_congestion_not_allowed_not_held "--congestion $cc_r ($allowed allowed): the app's $cc_a: $(set_of ccr TCP_CONGESTION=$cc_a) (want rc=0 read=$cc_a); $(grep 'not held' "$TMP/ccr.err" | head -c 300)" \
+			"$(set_of ccr TCP_CONGESTION=$cc_a)" = "rc=0 read=$cc_a" -a \
+			-n "$(grep -F "congestion $cc_r (TCP_CONGESTION) is not held" "$TMP/ccr.err")" -a \
+			-n "$(grep "event=cgroup .*congestion=$cc_r" "$TMP/ccr.err")"
+	fi
+fi
 
 # ---- the program's size: the instruction count binds, not a table of socktune's
 peers="--peer 127.0.0.1/32"

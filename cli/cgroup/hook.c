@@ -11,19 +11,29 @@
  * accepted, 2: outgoing with --client); the kernel runs the hook on every setsockopt(2) of
  * the cgroup's processes, before its own handler, with a copy of the app's value.  On a
  * marked socket, for an option the policy sets on that end, the hook writes the policy's
- * value over the app's and returns 1: the call goes on to the kernel with our value, so it
- * succeeds or fails as the kernel says (0 would fail it with EPERM: the product never changes
- * a wrapped call's result).  An app's value other than ours is counted, per option and end,
- * in an array map the wrapper reads (tick): the count and the app's last value.  Sockets the
- * sock_ops program did not tune (out of --ports or --peer, outgoing ones without --client,
- * UDP, the app's listeners) are not marked: the hook leaves them alone.
+ * value over the app's and returns 1: the call goes on to the kernel with our value (0 would
+ * fail it with EPERM).  The product never changes the result of the app's call, so the hook
+ * replaces only a value the kernel takes from any process (int_range: TCP_KEEPIDLE 1..32767,
+ * SO_PRIORITY 0..6, ...; TCP_CONGESTION: a name of net.ipv4.tcp_allowed_congestion_control),
+ * and only with one it takes from any process too: the kernel checks the value the app
+ * gives, not ours, so a value out of range still fails with the kernel's own error, and an
+ * option whose policy value needs a capability (SO_PRIORITY above 6, a congestion control
+ * not allowed) is not held at all (said once; the sock_ops program, whose bpf_setsockopt
+ * checks no capability, still sets it on each new connection).  An app's value replaced is
+ * counted, per option and end, in an array map the wrapper reads (tick): the count and the
+ * app's last value.  Sockets the sock_ops program did not tune (out of --ports or --peer,
+ * outgoing ones without --client, UDP, the app's listeners) are not marked: the hook leaves
+ * them alone.
  *
- * Not held: TCP_CONGESTION when the app's buffer is shorter than the policy's name (the
- * value cannot grow); the *FORCE variants of the buffers; options only set before the
- * connection (--syncnt).  A kernel that refuses the hook or its maps (before 5.3, no BTF)
- * gets the sock_ops program alone, unmarked, and the wrapper says the app's own setsockopt
- * is not held (hook_why). */
+ * Not held either: a value shorter than an int (IP_TOS takes a byte: left as it is); the
+ * *FORCE variants of the buffers; options only set before the connection (--syncnt).  A
+ * kernel that refuses the hook or its maps (before 5.3, no BTF) gets the sock_ops program
+ * alone, unmarked, and the wrapper says the app's own setsockopt is not held (hook_why). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,8 +42,18 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
+#include "socktune_kernel.h"
 #include "cgroup.h"
 #include "record.h"
+
+#if defined(__has_include)
+#if __has_include(<linux/bpf.h>)
+#include <linux/bpf.h>
+/* (the signed compares and shifts of the range checks; bpf.c checks the rest of bpf_abi.h) */
+_Static_assert(ST_BPF_JSGT == BPF_JSGT && ST_BPF_JSLT == BPF_JSLT && ST_BPF_LSH == BPF_LSH &&
+               ST_BPF_ARSH == BPF_ARSH, "bpf_abi.h's signed operations are linux/bpf.h's");
+#endif
+#endif
 
 #define HOOK_NAME "socktune_hold"
 #define HOOK_MAX_INSNS CG_MAX_INSNS
@@ -46,9 +66,134 @@ enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
  * held[], end 0 accepted, 1 outgoing) */
 struct cg_override_slot {
 	uint64_t count; /* the app's calls whose value the hook replaced */
-	uint64_t last;  /* the app's last such value (an int option's) */
+	uint64_t last;  /* the app's last such value, as 64 bits (a signed int sign-extended) */
 	char name[16];  /* the app's last name (TCP_CONGESTION) */
 };
+
+/* A slot as the wrapper and detach read it (the one conversion of both) */
+static void override_of(const struct cg_override_slot *s, struct cg_override *o)
+{
+	memset(o, 0, sizeof *o);
+	o->count = s->count;
+	o->last = (long long)s->last; /* (SO_MAX_PACING_RATE's ~0, no limit, reads -1) */
+	memcpy(o->name, s->name, sizeof o->name - 1);
+}
+
+/* ---- what the kernel takes of an app's value, from any process ----
+ * The hook writes our value before the kernel checks the app's: an app's value the kernel
+ * would refuse must go through untouched (its EINVAL or EPERM is the app's), and ours must be
+ * one the kernel takes from this app too (bpf_setsockopt checks no capability; the app's own
+ * call does).  Options not listed take any int (the flags, SO_RCVBUF, SO_SNDBUF, IP_TOS,
+ * TCP_NOTSENT_LOWAT, SO_MAX_PACING_RATE; SO_MARK needs a capability whatever the value). */
+struct int_range {
+	long long lo, hi;
+	int zero;        /* 0 taken too */
+	const char *who; /* refused beyond it to a process without: (NULL: to anyone, EINVAL) */
+};
+static const struct {
+	int level, optname;
+	struct int_range r;
+} int_ranges[] = {
+	/* net/ipv4/tcp.c: MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT */
+	{IPPROTO_TCP, TCP_KEEPIDLE, {1, 32767, 0, NULL}},
+	{IPPROTO_TCP, TCP_KEEPINTVL, {1, 32767, 0, NULL}},
+	{IPPROTO_TCP, TCP_KEEPCNT, {1, 127, 0, NULL}},
+	{IPPROTO_TCP, TCP_USER_TIMEOUT, {0, INT_MAX, 0, NULL}},
+	/* TCP_MIN_MSS .. MAX_TCP_WINDOW, or 0: the route's again */
+	{IPPROTO_TCP, TCP_MAXSEG, {88, 32767, 1, NULL}},
+	/* 0 is refused on a connection (taken once closed); below 0 the kernel keeps it as a
+	 * huge u32: left alone */
+	{IPPROTO_TCP, TCP_WINDOW_CLAMP, {1, INT_MAX, 0, NULL}},
+	{IPPROTO_IPV6, IPV6_TCLASS, {-1, 255, 0, NULL}},
+	/* TC_PRIO_BESTEFFORT .. TC_PRIO_INTERACTIVE (sk_set_prio_allowed) */
+	{SOL_SOCKET, SO_PRIORITY, {0, 6, 0, "CAP_NET_ADMIN or CAP_NET_RAW"}},
+};
+
+/* The range of (level, optname) at hz; 1 when it has one.  TCP_DELACK_MAX_US, TCP_RTO_MIN_US:
+ * 2 jiffies .. 200 ms, rounded up to jiffies (hz unknown: 10001 us, 2 jiffies at HZ=100). */
+static int int_range(int level, int optname, long long hz, struct int_range *r)
+{
+	if (level == IPPROTO_TCP && (optname == TCP_DELACK_MAX_US || optname == TCP_RTO_MIN_US)) {
+		*r = (struct int_range){hz > 0 ? 1000000 / hz + 1 : 10001, hz > 0 ? st_us_max(hz) : 200000,
+		                        0, NULL};
+		return 1;
+	}
+	for (size_t k = 0; k < sizeof int_ranges / sizeof int_ranges[0]; k++)
+		if (int_ranges[k].level == level && int_ranges[k].optname == optname) {
+			*r = int_ranges[k].r;
+			return 1;
+		}
+	return 0;
+}
+
+static int in_range(const struct int_range *r, long long v)
+{
+	return (v >= r->lo && v <= r->hi) || (r->zero && v == 0);
+}
+
+/* The congestion controls any process may choose (net.ipv4.tcp_allowed_congestion_control;
+ * the others, loaded or not, need CAP_NET_ADMIN), read when the hook is made. */
+#define CC_MAX 16
+struct cc_allowed {
+	int n;
+	char name[CC_MAX][16];
+	char text[256]; /* as read, for the line that says why */
+};
+
+static void cc_allowed_read(struct cc_allowed *a)
+{
+	memset(a, 0, sizeof *a);
+	int fd = open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t m = read(fd, a->text, sizeof a->text - 1);
+	close(fd);
+	a->text[m > 0 ? m : 0] = '\0';
+	a->text[strcspn(a->text, "\n")] = '\0';
+	char buf[sizeof a->text], *save = NULL;
+	memcpy(buf, a->text, sizeof buf);
+	for (char *w = strtok_r(buf, " \t", &save); w && a->n < CC_MAX; w = strtok_r(NULL, " \t", &save))
+		if (strlen(w) < sizeof a->name[0]) /* (TCP_CA_NAME_MAX: never longer) */
+			memcpy(a->name[a->n++], w, strlen(w) + 1);
+}
+
+static int cc_is_allowed(const struct cc_allowed *a, const char *name)
+{
+	for (int k = 0; k < a->n; k++)
+		if (!strcmp(a->name[k], name))
+			return 1;
+	return 0;
+}
+
+/* Whether the hook may hold option i at policy value want (a name option: name): 1, or 0
+ * with why: the policy's value needs a capability the app may lack ("" when the kernel
+ * refuses it to anyone: the sock_ops program's setsockopt fails too, and the probe
+ * connection of readback.c says so). */
+static int holdable(int i, long long want, const char *name, long long hz,
+                    const struct cc_allowed *cc, char *why, size_t n)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	if (o->flags & ST_O_NAME) {
+		if (cc_is_allowed(cc, name))
+			return 1;
+		snprintf(why, n, "%s is not in net.ipv4.tcp_allowed_congestion_control (%s): the "
+		         "kernel refuses it to a process without CAP_NET_ADMIN (EPERM)", name,
+		         cc->text[0] ? cc->text : "unread");
+		return 0;
+	}
+	for (int v6 = 0; v6 <= (o->label6 != NULL); v6++) {
+		struct int_range r;
+		if (!int_range(v6 ? o->level6 : o->level, v6 ? o->optname6 : o->optname, hz, &r) ||
+		    in_range(&r, want))
+			continue;
+		why[0] = '\0';
+		if (r.who)
+			snprintf(why, n, "the kernel takes %lld..%lld%s from a process without %s, and "
+			         "refuses more (EPERM)", r.lo, r.hi, r.zero ? " or 0" : "", r.who);
+		return 0;
+	}
+	return 1;
+}
 
 /* The ends (bit 0: accepted, bit 1: outgoing) on which the hook holds option i of p. */
 int cg_hold_ends(const struct st_policy *p, int client, int i)
@@ -120,10 +265,60 @@ static void count(struct cg_gen *g, int count_fd, int k, int out)
 
 struct hook_ctx {
 	int mark_fd, count_fd;
+	long long hz;
+	const struct cc_allowed *cc;
 };
 
-/* An int option: the app's value replaced by want unless it is the same (a flag: the same
- * truth).  SO_MAX_PACING_RATE is read as 64 bits when the app passes 8 bytes. */
+/* The app's int (R8) outside r: goto out (signed, as the kernel compares an int) */
+static void range_check(struct cg_gen *g, const struct int_range *r, int out)
+{
+	int ok = cg_label(g);
+	if (r->zero)
+		cg_jump32(g, ST_BPF_JEQ, R8, 0, ok);
+	if (r->lo > INT_MIN)
+		cg_jump32(g, ST_BPF_JSLT, R8, (int)r->lo, out);
+	if (r->hi < INT_MAX)
+		cg_jump32(g, ST_BPF_JSGT, R8, (int)r->hi, out);
+	cg_place(g, ok);
+}
+
+/* The ranges of option i on the level the app named (R7): IP_TOS takes any int, IPV6_TCLASS
+ * -1..255 */
+static void range_checks(struct cg_gen *g, int i, long long hz, int out)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	struct int_range r4, r6;
+	int has4 = int_range(o->level, o->optname, hz, &r4);
+	int has6 = o->label6 && int_range(o->level6, o->optname6, hz, &r6);
+	if (!has6) {
+		if (has4)
+			range_check(g, &r4, out);
+		return;
+	}
+	int v4 = cg_label(g), done = cg_label(g);
+	cg_jump(g, ST_BPF_JNE, R7, o->level6, v4);
+	range_check(g, &r6, out);
+	cg_jump(g, ST_BPF_JA, 0, 0, done);
+	cg_place(g, v4);
+	if (has4)
+		range_check(g, &r4, out);
+	cg_place(g, done);
+}
+
+/* ctx->optlen = len: the width of the value written.  (An app's optlen over a page is one
+ * the kernel hands the hook cut to a page, and then ignores the hook's buffer unless the
+ * hook sets optlen within it: the app's value would go through, counted as refused.  An int
+ * option reads its first 4 bytes whatever optlen; SO_MAX_PACING_RATE 8 from 8 on.) */
+static void set_optlen(struct cg_gen *g, int len)
+{
+	cg_emit(g, ST_MOV_IMM(R1, len));
+	cg_emit(g, ST_STX(ST_BPF_W, R6, R1, ST_SOCKOPT_OPTLEN));
+}
+
+/* An int option: the app's value replaced by want when the kernel would take it (else the
+ * call goes on as it is, to the kernel's own error) and it is not the same (a flag: the
+ * same truth).  SO_MAX_PACING_RATE is read as 64 bits when the app passes 8 bytes or more,
+ * as the kernel reads it. */
 static void hold_int(struct cg_gen *g, const struct hook_ctx *h, int k, int i, long long want, int out)
 {
 	const struct st_sockopt *o = &st_sockopts[i];
@@ -135,83 +330,96 @@ static void hold_int(struct cg_gen *g, const struct hook_ctx *h, int k, int i, l
 	cg_jump(g, ST_BPF_JLT, R2, 4, out); /* (the kernel refuses it: EINVAL, the app's) */
 	optval(g, 4, out);
 	cg_emit(g, ST_LDX(ST_BPF_W, R8, R3, 0));
+	range_checks(g, i, h->hz, out);
 	if (st_opt_is_flag(i))
 		cg_jump32(g, want ? ST_BPF_JNE : ST_BPF_JEQ, R8, 0, out);
 	else
 		cg_jump32(g, ST_BPF_JEQ, R8, (int)want, out);
 	cg_emit(g, ST_ST(ST_BPF_W, R3, 0, (int)want));
+	set_optlen(g, 4);
+	if (!(o->flags & ST_O_UNSIGNED)) { /* (the app's last value kept as a signed 64) */
+		cg_emit(g, ST_INSN(ST_BPF_ALU64 | ST_BPF_LSH | ST_BPF_K, R8, 0, 0, 32));
+		cg_emit(g, ST_INSN(ST_BPF_ALU64 | ST_BPF_ARSH | ST_BPF_K, R8, 0, 0, 32));
+	}
 	count(g, h->count_fd, k, out);
 	cg_emit(g, ST_STX(ST_BPF_DW, R0, R8, 8));
 	cg_jump(g, ST_BPF_JA, 0, 0, out);
 	cg_place(g, w64);
 	if (!wide)
 		return;
-	/* as the kernel widens an int (sock_setsockopt): ~0U is unlimited */
+	/* as the kernel widens an int (sk_setsockopt): ~0U is unlimited */
 	uint64_t v = (uint32_t)want == ~0u ? ~0ull : (uint32_t)want;
 	optval(g, 8, out);
 	cg_emit(g, ST_LDX(ST_BPF_DW, R8, R3, 0));
 	ld_imm64(g, R2, v);
 	cg_jump_reg(g, ST_BPF_JEQ, R8, R2, out);
 	cg_emit(g, ST_STX(ST_BPF_DW, R3, R2, 0));
+	set_optlen(g, 8);
 	count(g, h->count_fd, k, out);
 	cg_emit(g, ST_STX(ST_BPF_DW, R0, R8, 8));
 	cg_jump(g, ST_BPF_JA, 0, 0, out);
 }
 
-/* A name option (TCP_CONGESTION): the app's name replaced by ours when its buffer holds ours
- * (optlen lowered to our name's length: the kernel reads that many bytes); a shorter buffer
- * is left as it is, not counted.  The same name (with a NUL after it or not) is no news. */
+/* A name option (TCP_CONGESTION): the app's name replaced by ours when it is one any
+ * process may choose (cc: what the kernel reads, up to 15 bytes or a NUL, matched whole), so
+ * that its call would have succeeded as ours does; any other (not loaded: ENOENT; restricted:
+ * EPERM without CAP_NET_ADMIN, its own with it) goes on as it is, not counted.  Ours is
+ * written with optlen set to its length: the kernel gives the hook at least 16 bytes, so a
+ * shorter name of the app's ("bbr") makes room for ours ("cubic").  Ours again is no news. */
 static void hold_name(struct cg_gen *g, const struct hook_ctx *h, int k, const char *name, int out)
 {
-	int len = (int)strnlen(name, 15), differ = cg_label(g), copied = cg_label(g);
+	int len = (int)strnlen(name, 15), replace = cg_label(g), copied = cg_label(g);
 	cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCKOPT_OPTLEN));
-	cg_jump(g, ST_BPF_JLT, R2, len, out);
-	optval(g, len, out);
-	for (int j = 0; j < len; j++) {
-		cg_emit(g, ST_LDX(ST_BPF_B, R1, R3, j));
-		cg_jump(g, ST_BPF_JNE, R1, (unsigned char)name[j], differ);
+	cg_jump32(g, ST_BPF_JSLT, R2, 1, out); /* (EINVAL, the app's) */
+	optval(g, 16, out);
+	for (int c = 0; c < h->cc->n; c++) {
+		const char *cn = h->cc->name[c];
+		int n = (int)strlen(cn), next = cg_label(g), whole = cg_label(g);
+		cg_jump(g, ST_BPF_JLT, R2, n, next);
+		for (int j = 0; j < n; j++) {
+			cg_emit(g, ST_LDX(ST_BPF_B, R1, R3, j));
+			cg_jump(g, ST_BPF_JNE, R1, (unsigned char)cn[j], next);
+		}
+		if (n < 15) { /* (at 15 the kernel reads no further) */
+			cg_jump(g, ST_BPF_JEQ, R2, n, whole);
+			cg_emit(g, ST_LDX(ST_BPF_B, R1, R3, n));
+			cg_jump(g, ST_BPF_JNE, R1, 0, next);
+		}
+		cg_place(g, whole);
+		cg_jump(g, ST_BPF_JA, 0, 0, strcmp(cn, name) ? replace : out);
+		cg_place(g, next);
 	}
-	cg_jump(g, ST_BPF_JEQ, R2, len, out);
-	cg_emit(g, ST_MOV_REG(R5, R3));
-	cg_emit(g, ST_ADD_IMM(R5, len + 1));
-	cg_jump_reg(g, ST_BPF_JGT, R5, R4, differ);
-	cg_emit(g, ST_LDX(ST_BPF_B, R1, R3, len));
-	cg_jump(g, ST_BPF_JEQ, R1, 0, out);
-	cg_place(g, differ);
+	cg_jump(g, ST_BPF_JA, 0, 0, out);
+	cg_place(g, replace);
 	count(g, h->count_fd, k, out);
 	cg_emit(g, ST_MOV_REG(R9, R0));
 	/* the app's name, up to 15 bytes, into the slot */
 	cg_emit(g, ST_ST(ST_BPF_DW, R9, 16, 0));
 	cg_emit(g, ST_ST(ST_BPF_DW, R9, 24, 0));
 	cg_emit(g, ST_LDX(ST_BPF_W, R2, R6, ST_SOCKOPT_OPTLEN));
-	cg_emit(g, ST_LDX(ST_BPF_DW, R3, R6, ST_SOCKOPT_OPTVAL));
-	cg_emit(g, ST_LDX(ST_BPF_DW, R4, R6, ST_SOCKOPT_OPTVAL_END));
+	optval(g, 16, out);
 	for (int j = 0; j < 15; j++) {
 		cg_jump(g, ST_BPF_JLE, R2, j, copied);
-		cg_emit(g, ST_MOV_REG(R5, R3));
-		cg_emit(g, ST_ADD_IMM(R5, j + 1));
-		cg_jump_reg(g, ST_BPF_JGT, R5, R4, copied);
 		cg_emit(g, ST_LDX(ST_BPF_B, R1, R3, j));
 		cg_emit(g, ST_STX(ST_BPF_B, R9, R1, 16 + j));
 	}
 	cg_place(g, copied);
-	optval(g, len, out);
 	for (int j = 0; j < len; j++)
 		cg_emit(g, ST_ST(ST_BPF_B, R3, j, (unsigned char)name[j]));
-	cg_emit(g, ST_MOV_IMM(R1, len));
-	cg_emit(g, ST_STX(ST_BPF_W, R6, R1, ST_SOCKOPT_OPTLEN));
+	set_optlen(g, len);
 	cg_jump(g, ST_BPF_JA, 0, 0, out);
 }
 
 /* The hook for the held options of g: instructions into insns[max], the count or -1. */
-static int hook_build(const struct st_policy *p, int client, const struct cg_progs *pg,
+static int hook_build(const struct st_policy *p, int client, long long hz,
+                      const struct cc_allowed *cc, const struct cg_progs *pg,
                       struct st_bpf_insn *insns, int max, char *err, size_t n)
 {
 	static struct cg_gen g;
 	memset(&g, 0, sizeof g);
 	g.v = insns;
 	g.max = max;
-	struct hook_ctx h = {pg->mark_fd, pg->count_fd};
+	struct hook_ctx h = {pg->mark_fd, pg->count_fd, hz, cc};
 	int out = cg_label(&g), body[ST_O_COUNT];
 	cg_emit(&g, ST_MOV_REG(R6, R1));
 	cg_emit(&g, ST_LDX(ST_BPF_W, R7, R6, ST_SOCKOPT_LEVEL));
@@ -258,7 +466,8 @@ void cg_progs_close(struct cg_progs *g)
 }
 
 /* The hook and its maps for g->held: 0, or -1 with g->hook_why (none of them left). */
-static int hook_load(const struct st_policy *p, int client, struct cg_progs *g)
+static int hook_load(const struct st_policy *p, int client, long long hz,
+                     const struct cc_allowed *cc, struct cg_progs *g)
 {
 	static struct st_bpf_insn insns[HOOK_MAX_INSNS];
 	char err[sizeof g->hook_why];
@@ -284,7 +493,7 @@ static int hook_load(const struct st_policy *p, int client, struct cg_progs *g)
 		         strerror(errno));
 		return -1;
 	}
-	int cnt = hook_build(p, client, g, insns, HOOK_MAX_INSNS, err, sizeof err);
+	int cnt = hook_build(p, client, hz, cc, g, insns, HOOK_MAX_INSNS, err, sizeof err);
 	if (cnt >= 0)
 		g->hook_fd = cg_insns_load(ST_BPF_PROG_TYPE_CGROUP_SOCKOPT, ST_BPF_CGROUP_SETSOCKOPT,
 		                           HOOK_NAME, insns, cnt, "the setsockopt hook",
@@ -302,12 +511,34 @@ int cg_progs_load(const struct st_policy *p, int client, long long hz,
                   const struct cli_peer *peers, int npeers, struct cg_progs *g, char *err,
                   size_t n)
 {
+	static struct cc_allowed cc;
 	memset(g, 0, sizeof *g);
 	g->ops_fd = g->hook_fd = g->mark_fd = g->count_fd = -1;
-	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i))
-		if (cg_hold_ends(p, client, i))
+	cc_allowed_read(&cc);
+	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+		int ends = cg_hold_ends(p, client, i);
+		long long want = 0;
+		char why[512], key[ST_KEY_MAX];
+		if (!ends)
+			continue;
+		cg_sets(p, i, ends & 1 ? 0 : 1, &want);
+		if (holdable(i, want, st_opt_name(p, i), hz, &cc, why, sizeof why)) {
 			g->held[g->nheld++] = i;
-	if (g->nheld && hook_load(p, client, g) != 0)
+			continue;
+		}
+		char val[32];
+		if (!why[0])
+			continue;
+		if (st_sockopts[i].flags & ST_O_NAME)
+			snprintf(val, sizeof val, "%s", st_opt_name(p, i));
+		else
+			snprintf(val, sizeof val, "%lld", want);
+		fprintf(stderr, "socktune: %s %s (%s) is not held against the app's own setsockopt: %s, "
+		        "so the app's call given it could fail where the app's own value would not; "
+		        "the sock_ops program still sets it on each new connection\n",
+		        st_opt_key(i, key, sizeof key), val, st_sockopts[i].label, why);
+	}
+	if (g->nheld && hook_load(p, client, hz, &cc, g) != 0)
 		cg_progs_close(g);
 	g->ops_fd = cg_prog_load_marked(p, client, hz, peers, npeers, g->hook_fd >= 0 ? g->mark_fd : -1,
 	                                &g->insns, err, n);
@@ -369,12 +600,7 @@ int cg_progs_count(const struct cg_progs *g, int k, int end, struct cg_override 
 	memset(o, 0, sizeof *o);
 	if (g->count_fd < 0 || k >= g->nheld || cg_map_lookup(g->count_fd, &key, &s) != 0)
 		return -1;
-	o->count = s.count;
-	o->last = (long long)(int32_t)(uint32_t)s.last;
-	if (s.last >> 32) /* (SO_MAX_PACING_RATE given as 64 bits) */
-		o->last = (long long)s.last;
-	memcpy(o->name, s.name, sizeof o->name - 1);
-	o->name[sizeof o->name - 1] = '\0';
+	override_of(&s, o);
 	return 0;
 }
 
@@ -463,11 +689,8 @@ int cg_hook_counts_of(unsigned hook_id, struct cg_override *c, int max)
 			for (uint32_t key = 0; key < mi.max_entries && n < max; key++) {
 				struct cg_override_slot s;
 				memset(&c[n], 0, sizeof c[n]);
-				if (cg_map_lookup(mfd, &key, &s) == 0) {
-					c[n].count = s.count;
-					c[n].last = (long long)(int32_t)(uint32_t)s.last;
-					memcpy(c[n].name, s.name, sizeof c[n].name - 1);
-				}
+				if (cg_map_lookup(mfd, &key, &s) == 0)
+					override_of(&s, &c[n]);
 				n++;
 			}
 		}

@@ -34,6 +34,8 @@ enum { ST_BPF_K = 0x00, ST_BPF_X = 0x08, ST_BPF_ADD = 0x00, ST_BPF_AND = 0x50,
        ST_BPF_RSH = 0x70, ST_BPF_MOV = 0xb0, ST_BPF_END = 0xd0, ST_BPF_TO_BE = 0x08 };
 enum { ST_BPF_JA = 0x00, ST_BPF_JEQ = 0x10, ST_BPF_JGT = 0x20, ST_BPF_JNE = 0x50,
        ST_BPF_CALL = 0x80, ST_BPF_EXIT = 0x90, ST_BPF_JLT = 0xa0, ST_BPF_JLE = 0xb0 };
+/* signed: a jump's compare, a shift that keeps the sign (an int widened to 64 bits) */
+enum { ST_BPF_JSGT = 0x60, ST_BPF_JSLT = 0xc0, ST_BPF_LSH = 0x60, ST_BPF_ARSH = 0xc0 };
 
 struct st_bpf_insn {
 	uint8_t code;

@@ -3,21 +3,112 @@
  * in two writes (the header, then the body): with Nagle on, the body waits for the client's
  * delayed ACK of the header.  Knows nothing of socktune.
  *
- *   resetsrv [-4|-6] [-p PORT] [-n CONNS] [-v VALUE] [-b BODY] [-t S] [-O]
+ *   resetsrv [-4|-6] [-p PORT] [-n CONNS] [-v VALUE] [-b BODY] [-t S] [-O] [-s OPT=VAL[,LEN]]...
  *     -n CONNS   connections served one after another, then exit 0 (default 1)
  *     -v VALUE   what it sets TCP_NODELAY to on each accepted connection (default 0)
  *     -b BODY    the body's size (default 100)
  *     -t S       give up after S seconds (default 20)
  *     -O         first, an outgoing connection of its own to its listener, TCP_NODELAY set
  *                to VALUE on it and read back (that connection is not served)
+ *     -s OPT=VAL[,LEN]  then, on each accepted connection, setsockopt(OPT) to VAL (a number,
+ *                or TCP_CONGESTION's name, passed without its NUL), with LEN as optlen (the
+ *                value in its first bytes, zeros after: more than a page is what the kernel
+ *                hands a cgroup hook cut short); in the order given, up to 8
  *
  * Stdout, one line each: "PORT N" once listening; "OUT nodelay=X" (-O); for each connection
  * "CONN nodelay=X set=RC" (X: getsockopt TCP_NODELAY after its own setsockopt, RC that
- * setsockopt's result: 0 or the errno), then "DONE requests=N" at its end. */
+ * setsockopt's result: 0 or the errno), one "SET OPT=VAL rc=RC read=X" for each -s (RC that
+ * call's result, 0 or the errno; X what getsockopt reads after it), then "DONE requests=N"
+ * at its end. */
 #include <fcntl.h>
 #include <signal.h>
 
 #include "common.h"
+
+/* The options -s sets, by the names the kernel's headers give them */
+static const struct {
+	const char *name;
+	int level, optname;
+} opts[] = {
+	{"TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE},
+	{"TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL},
+	{"TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT},
+	{"TCP_USER_TIMEOUT", IPPROTO_TCP, TCP_USER_TIMEOUT},
+	{"TCP_MAXSEG", IPPROTO_TCP, TCP_MAXSEG},
+	{"TCP_WINDOW_CLAMP", IPPROTO_TCP, TCP_WINDOW_CLAMP},
+	{"TCP_NOTSENT_LOWAT", IPPROTO_TCP, TCP_NOTSENT_LOWAT},
+	{"TCP_CONGESTION", IPPROTO_TCP, TCP_CONGESTION},
+	{"TCP_DELACK_MAX_US", IPPROTO_TCP, 46}, /* (Linux 6.15; older headers lack it) */
+	{"SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE},
+	{"SO_PRIORITY", SOL_SOCKET, SO_PRIORITY},
+	{"SO_MARK", SOL_SOCKET, SO_MARK},
+	{"IP_TOS", IPPROTO_IP, IP_TOS},
+	{"IPV6_TCLASS", IPPROTO_IPV6, IPV6_TCLASS},
+};
+#define MAX_SETS 8
+struct set {
+	int k;         /* index of opts */
+	char val[64];  /* as given */
+	long long len; /* optlen; 0: the value's own */
+};
+
+static struct set parse_set(const char *arg)
+{
+	struct set s = {.k = -1};
+	const char *eq = strchr(arg, '=');
+	for (size_t k = 0; eq && k < sizeof opts / sizeof opts[0]; k++)
+		if (strlen(opts[k].name) == (size_t)(eq - arg) && !strncmp(arg, opts[k].name, (size_t)(eq - arg)))
+			s.k = (int)k;
+	if (s.k < 0)
+		die("-s %s: OPT=VAL[,LEN] with OPT one of TCP_KEEPIDLE ... IPV6_TCLASS", arg);
+	snprintf(s.val, sizeof s.val, "%s", eq + 1);
+	char *comma = strchr(s.val, ',');
+	if (comma) {
+		*comma = '\0';
+		s.len = num_arg("-s LEN", comma + 1, 1, 65536);
+	}
+	return s;
+}
+
+/* setsockopt as -s said, then read back: one SET line */
+static void do_set(int fd, const struct set *s)
+{
+	static char buf[65536];
+	int level = opts[s->k].level, name = opts[s->k].optname, rc, ival;
+	size_t len;
+	memset(buf, 0, sizeof buf);
+	if (name == TCP_CONGESTION && level == IPPROTO_TCP) {
+		len = strlen(s->val);
+		memcpy(buf, s->val, len);
+	} else {
+		char *end;
+		errno = 0;
+		long long v = strtoll(s->val, &end, 0);
+		if (errno || end == s->val || *end || v < INT32_MIN || v > INT32_MAX)
+			die("-s %s=%s: not an int", opts[s->k].name, s->val);
+		ival = (int)v;
+		memcpy(buf, &ival, sizeof ival);
+		len = sizeof ival;
+	}
+	if (s->len)
+		len = (size_t)s->len;
+	rc = setsockopt(fd, level, name, buf, (socklen_t)len) == 0 ? 0 : errno;
+	char read[64] = "?";
+	socklen_t rl = sizeof read - 1;
+	memset(read, 0, sizeof read);
+	if (name == TCP_CONGESTION && level == IPPROTO_TCP) {
+		if (getsockopt(fd, level, name, read, &rl) != 0)
+			snprintf(read, sizeof read, "err%d", errno);
+	} else {
+		int v = 0;
+		rl = sizeof v;
+		if (getsockopt(fd, level, name, &v, &rl) == 0)
+			snprintf(read, sizeof read, "%d", v);
+		else
+			snprintf(read, sizeof read, "err%d", errno);
+	}
+	printf("SET %s=%s rc=%d read=%s\n", opts[s->k].name, s->val, rc, read);
+}
 
 static int nodelay_of(int fd)
 {
@@ -61,10 +152,11 @@ static int serve(int c, size_t body, long long deadline)
 
 int main(int argc, char **argv)
 {
-	int fam = AF_INET, conns = 1, value = 0, secs = 20, out = 0, opt;
+	int fam = AF_INET, conns = 1, value = 0, secs = 20, out = 0, opt, nsets = 0;
+	static struct set sets[MAX_SETS];
 	long long port = 0, body = 100;
 	prog_name = "resetsrv";
-	while ((opt = getopt(argc, argv, "46p:n:v:b:t:O")) != -1) {
+	while ((opt = getopt(argc, argv, "46p:n:v:b:t:Os:")) != -1) {
 		switch (opt) {
 		case '4': fam = AF_INET; break;
 		case '6': fam = AF_INET6; break;
@@ -74,9 +166,14 @@ int main(int argc, char **argv)
 		case 'b': body = num_arg("-b", optarg, 1, 65536); break;
 		case 't': secs = (int)num_arg("-t", optarg, 1, 3600); break;
 		case 'O': out = 1; break;
+		case 's':
+			if (nsets == MAX_SETS)
+				die("-s: at most %d", MAX_SETS);
+			sets[nsets++] = parse_set(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: resetsrv [-4|-6] [-p PORT] [-n CONNS] [-v 0|1] [-b BODY] "
-			                "[-t S] [-O]\n");
+			                "[-t S] [-O] [-s OPT=VAL[,LEN]]...\n");
 			return 2;
 		}
 	}
@@ -112,6 +209,8 @@ int main(int argc, char **argv)
 			die("accept: %s", strerror(errno));
 		int rc = setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &value, sizeof value) == 0 ? 0 : errno;
 		printf("CONN nodelay=%d set=%d\n", nodelay_of(c), rc);
+		for (int j = 0; j < nsets; j++)
+			do_set(c, &sets[j]);
 		fflush(stdout);
 		int n = serve(c, (size_t)body, deadline);
 		printf("DONE requests=%d\n", n);
