@@ -88,6 +88,12 @@ wait $w 2>/dev/null
 conn_to "$(port_of "$TMP/k.out")"
 check cgroup_owned.killed_still_tuned "cwnd $(cwnd_of "$TMP/k.out" 0); records: $(ls "$RUNTIME_DIRECTORY" 2>&1)" \
 	"$(cwnd_of "$TMP/k.out" 0)" = 40 -a -n "$(ls "$RUNTIME_DIRECTORY" | grep '^cg-.*\.rec$')"
+# a run that cannot see the cgroup (ip netns exec: a fresh /sys, no cgroup2) leaves the record
+if setup_ns NSX; then
+	ip netns exec "$NSX" "$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/unseen.err"
+	check cgroup_owned.unseen_record_kept "records after a run under ip netns exec: $(ls "$RUNTIME_DIRECTORY" | tr '\n' ' '): $(head -c 300 "$TMP/unseen.err")" \
+		-n "$(ls "$RUNTIME_DIRECTORY" | grep '^cg-.*\.rec$')"
+fi
 "$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/later1.err"
 check cgroup_owned.killed_said_running "$(head -c 600 "$TMP/later1.err")" \
 	-n "$(grep -F "socktune --cgroup (pid $w) is gone; its programs stay attached to $kcg" "$TMP/later1.err")" -a -d "$kcg"
@@ -180,3 +186,35 @@ rc=$?
 check cgroup_owned.detach_cgroup "status $rc: $(cat "$TMP/dc.out" "$TMP/dc.err" | head -c 400); on $CG: $( ("$BPFQ" attached "$CG"; "$BPFQ" attached "$CG" setsockopt) | tr '\n' ' ')" \
 	$rc = 0 -a -n "$(grep 'event=cgroup_detach' "$TMP/dc.out")" -a -z "$("$BPFQ" attached "$CG")" -a \
 	-z "$("$BPFQ" attached "$CG" setsockopt)" -a -z "$(ls "$RUNTIME_DIRECTORY" | grep '^cg-')"
+
+# ---- SIGKILL at any moment of the set-up (the record is written before the cgroup is made):
+# a later run removes every cgroup those wrappers made.  8 kills, as soon as the directory
+# appears or a few ms in.
+ROOTCG=$(sed -n 's/^0:://p' /proc/self/cgroup)
+early=""
+for i in 0 1 2 3 4 5 6 7; do
+	"$CLI" --cgroup --initcwnd 40 --nodelay -- sleep 5 2>/dev/null &
+	w=$!
+	if [ $((i % 2)) = 0 ]; then
+		n=0
+		while [ ! -e "$MNT${ROOTCG%/}/socktune-$w" ] && [ $n -lt 20000 ] && kill -0 "$w" 2>/dev/null; do
+			n=$((n + 1))
+		done
+	else
+		sleep "0.0$i"
+	fi
+	kill -9 "$w"
+	wait "$w" 2>/dev/null
+	early="$early $w"
+done
+for w in $early; do # (a program that started: ended here, as a server's own end)
+	for p in $(cat "$MNT${ROOTCG%/}/socktune-$w/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
+done
+sleep 0.2
+"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/sweep.err"
+left=""
+for w in $early; do
+	[ -e "$MNT${ROOTCG%/}/socktune-$w" ] && left="$left socktune-$w"
+done
+check cgroup_owned.killed_in_setup_swept "left:$left; records: $(ls "$RUNTIME_DIRECTORY" | grep '^cg-' | tr '\n' ' '); $(head -c 600 "$TMP/sweep.err")" \
+	-z "$left" -a -z "$(ls "$RUNTIME_DIRECTORY" | grep '^cg-')"

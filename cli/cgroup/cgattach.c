@@ -129,6 +129,20 @@ struct there {
 };
 static const int hooks[2] = {OWN_AT_SOCK_OPS, OWN_AT_SETSOCKOPT};
 
+/* Whether cgroup id was acted on already in this run (two targets, one cgroup: a PID and its
+ * :PORT, two workers): 1; else it is noted, 0. */
+static int seen_before(unsigned long long id)
+{
+	static unsigned long long done[1024];
+	static int n;
+	for (int k = 0; k < n; k++)
+		if (done[k] == id)
+			return 1;
+	if (n < 1024)
+		done[n++] = id;
+	return 0;
+}
+
 static void look_there(int cgroup_fd, const struct own_rec *recs, int nrecs, const unsigned *keep,
                        int nkeep, struct there *t)
 {
@@ -354,14 +368,15 @@ int cg_attach_main(const struct cli *c, const struct st_policy *p)
 		        "(%s): a server that sets an option back on each connection (TCP_NODELAY=0, as "
 		        "hyper and Erlang's inets do) undoes the policy there\n", g.hook_why);
 	struct own_rec *recs;
-	int nrecs = own_read_all(&recs);
+	int lock = own_lock(), nrecs = own_read_all(&recs); /* (records read and changed under it) */
 	for (int k = 0; targets[k]; k++) {
 		static struct cg_where w[MAX_WHERE];
 		int status, more, n = cg_target(targets[k], w, MAX_WHERE, &more, &status, err, sizeof err);
 		if (n < 0)
 			out_fail(&o, status, targets[k], err);
 		for (int j = 0; j < n; j++)
-			attach_one(&o, targets[k], &w[j], c, p, &g, &h, recs, nrecs);
+			if (!seen_before(w[j].id))
+				attach_one(&o, targets[k], &w[j], c, p, &g, &h, recs, nrecs);
 		if (more > 0) {
 			snprintf(err, sizeof err, "%.64s: its listeners are in %d more cgroups than the %d "
 			         "attached to: not attached there (name them one by one: socktune attach "
@@ -370,6 +385,7 @@ int cg_attach_main(const struct cli *c, const struct st_policy *p)
 		}
 	}
 	free(recs);
+	own_unlock(lock);
 	cg_progs_close(&g); /* (each attachment holds the programs) */
 	return out_end(&o);
 }
@@ -459,10 +475,12 @@ static int cgroup_path_target(const char *target, struct cg_where *w, char *err,
 		return 0;
 	struct stat st;
 	memset(w, 0, sizeof *w);
-	if (!realpath(target, w->dir) || stat(w->dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
-	    !cg_is_v2(w->dir)) {
-		snprintf(err, n, "%.4000s: not a cgroup v2 directory (%s)", target,
-		         errno ? strerror(errno) : "not on the cgroup2 file system");
+	if (!realpath(target, w->dir) || stat(w->dir, &st) != 0) {
+		snprintf(err, n, "%.4000s: %s", target, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || !cg_is_v2(w->dir)) {
+		snprintf(err, n, "%.4000s: not a cgroup v2 directory", target);
 		return -1;
 	}
 	w->id = (unsigned long long)st.st_ino;
@@ -476,7 +494,7 @@ int cg_detach_main(const struct cg_detach_args *a)
 	out_start(&o, "detach", a->json);
 	own_sweep(stderr, "detach");
 	struct own_rec *recs;
-	int nrecs = own_read_all(&recs);
+	int lock = own_lock(), nrecs = own_read_all(&recs);
 	for (int k = 0; a->targets[k]; k++) {
 		static struct cg_where w[MAX_WHERE];
 		char err[6000];
@@ -486,7 +504,8 @@ int cg_detach_main(const struct cg_detach_args *a)
 		if (n < 0)
 			out_fail(&o, status, a->targets[k], err);
 		for (int j = 0; j < n; j++)
-			detach_one(&o, a->targets[k], &w[j], a->root, recs, nrecs);
+			if (!seen_before(w[j].id))
+				detach_one(&o, a->targets[k], &w[j], a->root, recs, nrecs);
 		if (more > 0) {
 			snprintf(err, sizeof err, "%.64s: its listeners are in %d more cgroups: not looked at "
 			         "(name them: socktune detach CGROUP)", a->targets[k], more);
@@ -494,6 +513,7 @@ int cg_detach_main(const struct cg_detach_args *a)
 		}
 	}
 	free(recs);
+	own_unlock(lock);
 	return out_end(&o);
 }
 

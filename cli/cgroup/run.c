@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "socktune.h"
@@ -49,7 +50,7 @@ static int other_user(struct cg_state *s)
 	struct own_rec *v;
 	int n = own_read_all(&v), other = 0;
 	for (int k = 0; k < n && !other; k++)
-		if (strcmp(v[k].kind, "run") == 0 && v[k].cgroup_id == s->rec.cgroup_id &&
+		if (strcmp(v[k].kind, "run") == 0 && s->rec.cgroup_id && v[k].cgroup_id == s->rec.cgroup_id &&
 		    strcmp(v[k].file, s->rec.file) != 0 && own_alive(&v[k])) {
 			other = v[k].pid;
 			if (s->made && !v[k].made) {
@@ -59,7 +60,7 @@ static int other_user(struct cg_state *s)
 			}
 		}
 	for (int k = 0; k < n && !s->made; k++) /* (made by one gone before us: ours to remove) */
-		s->made = strcmp(v[k].file, s->rec.file) == 0 && v[k].made;
+		s->made = strcmp(v[k].file, s->rec.file) == 0 && v[k].made == 1;
 	free(v);
 	return other;
 }
@@ -77,6 +78,7 @@ static void undo(struct cg_state *s)
 	s->cgroup_fd = -1;
 	s->attached = s->loaded = 0;
 	char err[400];
+	int lock = s->recorded ? own_lock() : -1; /* (a wrapper sharing the cgroup decides too) */
 	int other = s->recorded ? other_user(s) : 0;
 	if (other)
 		fprintf(stderr, "socktune: --cgroup: %s kept: socktune --cgroup (pid %d) runs in it too "
@@ -85,6 +87,7 @@ static void undo(struct cg_state *s)
 		fprintf(stderr, "socktune: --cgroup: %s\n", err);
 	if (s->recorded && (other || !s->made || !own_populated(s->dir)))
 		own_remove(&s->rec); /* (else kept: a later run removes the cgroup once empty) */
+	own_unlock(lock);
 	s->recorded = 0;
 	s->made = 0;
 }
@@ -122,22 +125,14 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		        "give a cgroup of the program's own (or leave --cgroup-path out)\n", s->dir);
 		return -1;
 	}
-	if (cg_make(s->dir, &s->made, err, sizeof err) != 0) {
-		fprintf(stderr, "socktune: --cgroup: %s\n", err);
-		return -1;
-	}
-	s->cgroup_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->cgroup_fd < 0) {
-		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
-		return -1;
-	}
-	/* on record before it is attached: what a SIGKILL leaves, a later run knows as ours */
+	/* on record before the cgroup is made and the programs attached: what a SIGKILL leaves
+	 * at any moment, a later run knows as ours (made 2: about to make it) */
 	struct stat st;
 	const int fds[2] = {s->g.ops_fd, s->g.hook_fd};
 	const int types[2] = {OWN_AT_SOCK_OPS, OWN_AT_SETSOCKOPT};
-	if (fstat(s->cgroup_fd, &st) != 0 ||
-	    own_rec_fill(&s->rec, "run", s->dir, (unsigned long long)st.st_ino, s->made, fds, types, 2) != 0) {
-		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
+	int absent = stat(s->dir, &st) != 0 && errno == ENOENT;
+	if (own_rec_fill(&s->rec, "run", s->dir, 0, absent ? 2 : 0, fds, types, 2) != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s\n", strerror(errno));
 		return -1;
 	}
 	cg_progs_held_keys(&s->g, s->rec.held, sizeof s->rec.held);
@@ -148,6 +143,22 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		return -1;
 	}
 	s->recorded = 1;
+	if (cg_make(s->dir, &s->made, err, sizeof err) != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s\n", err);
+		return -1;
+	}
+	s->cgroup_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->cgroup_fd < 0 || fstat(s->cgroup_fd, &st) != 0) {
+		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, strerror(errno));
+		return -1;
+	}
+	s->rec.cgroup_id = (unsigned long long)st.st_ino;
+	s->rec.made = s->made;
+	if (own_write(&s->rec, err, sizeof err) != 0) {
+		fprintf(stderr, "socktune: --cgroup: the record of the programs could not be written (%s): "
+		        "not attached\n", err);
+		return -1;
+	}
 	if (cg_progs_attach(&s->g, s->cgroup_fd, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune: --cgroup: %s: %s\n", s->dir, err);
 		return -1;
@@ -188,6 +199,13 @@ static void tick(struct cg_state *s, const struct cli *c, const struct st_policy
 	cg_app_readback(final); /* the program's own first connections, read back once */
 }
 
+static long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 /* The processes the program left when it exited (a daemon, a helper that ends later), ours
  * now as the subreaper: said in one line; 0 when none. */
 static int left_behind(const struct cli *c, const struct cg_state *s, pid_t pid)
@@ -221,21 +239,28 @@ static int wait_program(const struct cli *c, const struct st_policy *p, struct c
 	 * mode's listener pass over the program and what it leaves, every ATTACH_PASS_MS, the
 	 * backlog alone; tick() keeps to about its TICK_MS */
 	struct attach_pass *pass = st_backlog_governed(p) ? attach_pass_open(p, "--cgroup", 1) : NULL;
-	long passes = 0;
-	const struct timespec period = {0, (pass ? ATTACH_PASS_MS : TICK_MS) * 1000 * 1000L};
 	if (pass)
 		attach_pass_run(pass, pid);
+	/* on the clock, whatever signals come (a stream of SIGCHLD from orphans reparented here
+	 * would otherwise keep both from running) */
+	long long next_pass = mono_ms() + ATTACH_PASS_MS, next_tick = mono_ms() + TICK_MS;
 	for (;;) {
-		siginfo_t info;
-		int sig = sigtimedwait(set, &info, &period);
-		if (sig < 0 && pass)
+		long long now = mono_ms();
+		if (pass && now >= next_pass) {
 			attach_pass_run(pass, pid);
-		if (sig < 0 && pass && ++passes % (TICK_MS / ATTACH_PASS_MS))
-			continue;
-		if (sig < 0) {
-			tick(s, c, p, 0);
-			continue;
+			next_pass = now + ATTACH_PASS_MS;
 		}
+		if (now >= next_tick) {
+			tick(s, c, p, 0);
+			next_tick = now + TICK_MS;
+		}
+		long long due = pass && next_pass < next_tick ? next_pass : next_tick;
+		now = mono_ms();
+		struct timespec wait = {0, due > now ? (due - now) * 1000 * 1000L : 0};
+		siginfo_t info;
+		int sig = sigtimedwait(set, &info, &wait);
+		if (sig < 0)
+			continue;
 		if (sig != SIGCHLD) { /* (child.c, as --attach does) */
 			if (child_sig_done(&info, pid, alive))
 				continue;
@@ -290,7 +315,7 @@ int cgroup_main(const struct cli *c, const struct st_policy *p)
 	}
 	/* Blocked from before the cgroup is made: a SIGTERM while it is set up (the probe takes
 	 * a while) would end us with the directory left behind, and the probe's process in it.
-	 * One that came meanwhile waits, and goes on to the program once it runs. */
+	 * One that came meanwhile ends us once it is undone, before the program starts. */
 	sigset_t set, old;
 	child_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
@@ -301,6 +326,23 @@ int cgroup_main(const struct cli *c, const struct st_policy *p)
 		undo(&s);
 		return EXIT_USAGE;
 	}
+	/* A signal to end that came while it was set up (^C from the terminal: for no one else
+	 * to pass it to, the program not being there yet): nothing is started, nothing left. */
+	sigset_t pend;
+	static const int ending[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t k = 0; sigpending(&pend) == 0 && k < sizeof ending / sizeof ending[0]; k++)
+		if (sigismember(&pend, ending[k])) {
+			fprintf(stderr, "socktune: --cgroup: %s while it was set up: %s not started\n",
+			        strsignal(ending[k]), c->program[0]);
+			undo(&s);
+			fflush(NULL);
+			signal(ending[k], SIG_DFL);
+			sigset_t one;
+			sigemptyset(&one);
+			sigaddset(&one, ending[k]);
+			sigprocmask(SIG_UNBLOCK, &one, NULL); /* (ends here, by that signal) */
+			return 128 + ending[k];
+		}
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* what the program leaves is reaped here */
 	int said[2], go[2];
 	if (pipe2(said, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) {

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bpf_abi.h"
@@ -16,15 +19,23 @@
 
 #define RECORD_HEAD "socktune-cgroup-record 1\n"
 
-int own_dir(char *out, size_t n, char *err, size_t en)
+/* The directory when RUNTIME_DIRECTORY is not set: the same for every run of this user. */
+static void default_dir(char *out, size_t n)
 {
-	const char *rt = getenv("RUNTIME_DIRECTORY"), *xdg = getenv("XDG_RUNTIME_DIR");
-	if (rt && rt[0] == '/')
-		snprintf(out, n, "%.*s", (int)strcspn(rt, ":"), rt); /* (its first, when it lists several) */
-	else if (geteuid() == 0 || !xdg || xdg[0] != '/')
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (geteuid() == 0 || !xdg || xdg[0] != '/')
 		snprintf(out, n, "/run/socktune");
 	else
 		snprintf(out, n, "%s/socktune", xdg);
+}
+
+int own_dir(char *out, size_t n, char *err, size_t en)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY");
+	if (rt && rt[0] == '/')
+		snprintf(out, n, "%.*s", (int)strcspn(rt, ":"), rt); /* (its first, when it lists several) */
+	else
+		default_dir(out, n);
 	if (mkdir(out, 0700) != 0 && errno != EEXIST) {
 		snprintf(err, en, "%s: mkdir: %s", out, strerror(errno));
 		return -1;
@@ -53,6 +64,40 @@ static int prog_of_fd(int fd, struct own_prog *p)
 		snprintf(p->tag + 2 * k, 3, "%02x", info.tag[k]);
 	p->load_time = info.load_time;
 	return 0;
+}
+
+/* A directory of records readable as this user's own: 1, else 0. */
+static int dir_ok(const char *dir)
+{
+	struct stat st;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 022);
+}
+
+int own_lock(void)
+{
+	char dir[4096], path[4200], err[300];
+	if (own_dir(dir, sizeof dir, err, sizeof err) != 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct timespec tick = {0, 10 * 1000 * 1000};
+	for (int k = 0; fd >= 0 && k < 200; k++) { /* (2 s at most: then without it) */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+void own_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* (the lock goes with it) */
 }
 
 int own_prog_now(unsigned id, struct own_prog *p)
@@ -97,13 +142,18 @@ int own_alive(const struct own_rec *r)
 
 int own_write(struct own_rec *r, char *err, size_t en)
 {
-	char dir[4096], path[4200], tmp[4200];
-	if (own_dir(dir, sizeof dir, err, en) != 0)
-		return -1;
-	if (!r->file[0])
-		snprintf(r->file, sizeof r->file, "cg-%llu-%u.rec", r->cgroup_id, r->nprogs ? r->prog[0].id : 0);
-	snprintf(path, sizeof path, "%s/%s", dir, r->file);
-	snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, r->file, (int)getpid());
+	char dir[4096], tmp[4300];
+	if (!r->file[0]) { /* (a wrapper's by its pid and start; attach's by cgroup and program) */
+		if (own_dir(dir, sizeof dir, err, en) != 0)
+			return -1;
+		if (strcmp(r->kind, "run") == 0)
+			snprintf(r->file, sizeof r->file, "%s/cg-run-%d-%llu.rec", dir, r->pid, r->start);
+		else
+			snprintf(r->file, sizeof r->file, "%s/cg-%llu-%u.rec", dir, r->cgroup_id,
+			         r->nprogs ? r->prog[0].id : 0);
+	}
+	const char *path = r->file, *base = strrchr(path, '/');
+	snprintf(tmp, sizeof tmp, "%.*s.%s.%d", (int)(base + 1 - path), path, base + 1, (int)getpid());
 	char text[8192];
 	int len = snprintf(text, sizeof text, RECORD_HEAD "kind %s\npid %d\nstart %llu\ncgroup_id %llu\n"
 	                   "made %d\n", r->kind, r->pid, r->start, r->cgroup_id, r->made);
@@ -138,15 +188,12 @@ int own_write(struct own_rec *r, char *err, size_t en)
 
 void own_remove(const struct own_rec *r)
 {
-	char dir[4096], path[4200], err[300];
-	if (!r->file[0] || own_dir(dir, sizeof dir, err, sizeof err) != 0)
-		return;
-	snprintf(path, sizeof path, "%s/%s", dir, r->file);
-	unlink(path);
+	if (r->file[0])
+		unlink(r->file);
 }
 
 /* One record file, read from the directory's descriptor: 0, or -1 (not one of ours). */
-static int read_one(int dfd, const char *name, struct own_rec *r)
+static int read_one(int dfd, const char *dir, const char *name, struct own_rec *r)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -164,7 +211,7 @@ static int read_one(int dfd, const char *name, struct own_rec *r)
 	if (strncmp(text, RECORD_HEAD, strlen(RECORD_HEAD)) != 0)
 		return -1;
 	memset(r, 0, sizeof *r);
-	snprintf(r->file, sizeof r->file, "%s", name);
+	snprintf(r->file, sizeof r->file, "%s/%s", dir, name);
 	int fields = 0;
 	for (char *line = text + strlen(RECORD_HEAD), *next; *line; line = next) {
 		next = strchr(line, '\n');
@@ -187,31 +234,49 @@ static int read_one(int dfd, const char *name, struct own_rec *r)
 	return fields == 6 ? 0 : -1;
 }
 
-int own_read_all(struct own_rec **out)
+/* The records in dir appended to *out (n of them, cap room): the new n.  A temporary file a
+ * writer killed mid-write left (".NAME.PID", its pid gone) is removed. */
+static int read_dir(const char *dir, struct own_rec **out, int n, int *cap)
 {
-	char dir[4096], err[300];
-	*out = NULL;
-	if (own_dir(dir, sizeof dir, err, sizeof err) != 0)
-		return 0;
-	DIR *d = opendir(dir);
+	DIR *d = dir_ok(dir) ? opendir(dir) : NULL;
 	if (!d)
-		return 0;
-	int n = 0, cap = 0;
+		return n;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
+		const char *dot = strrchr(e->d_name, '.');
+		if (strncmp(e->d_name, ".cg-", 4) == 0 && dot && dot > e->d_name + 4) {
+			char *end;
+			long pid = strtol(dot + 1, &end, 10);
+			if (!*end && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
 		if (strncmp(e->d_name, "cg-", 3) != 0 || l < 8 || strcmp(e->d_name + l - 4, ".rec") != 0)
 			continue;
-		if (n == cap) {
-			struct own_rec *v = realloc(*out, (size_t)(cap = cap ? 2 * cap : 8) * sizeof *v);
+		if (n == *cap) {
+			struct own_rec *v = realloc(*out, (size_t)(*cap = *cap ? 2 * *cap : 8) * sizeof *v);
 			if (!v)
 				break;
 			*out = v;
 		}
-		if (read_one(dirfd(d), e->d_name, &(*out)[n]) == 0)
+		if (read_one(dirfd(d), dir, e->d_name, &(*out)[n]) == 0)
 			n++;
 	}
 	closedir(d);
+	return n;
+}
+
+int own_read_all(struct own_rec **out)
+{
+	char dir[4096], def[4096], err[300];
+	int n = 0, cap = 0;
+	*out = NULL;
+	if (own_dir(dir, sizeof dir, err, sizeof err) == 0)
+		n = read_dir(dir, out, n, &cap);
+	default_dir(def, sizeof def); /* (also read where a run without RUNTIME_DIRECTORY writes) */
+	if (strcmp(def, dir) != 0)
+		n = read_dir(def, out, n, &cap);
 	return n;
 }
 
@@ -236,34 +301,63 @@ int own_populated(const char *dir)
 	int populated = 0;
 	while (f && fgets(line, sizeof line, f))
 		if (strncmp(line, "populated ", 10) == 0)
-			populated = atoi(line + 10);
+			populated = strtol(line + 10, NULL, 10) != 0;
 	if (f)
 		fclose(f);
 	return populated;
 }
 
-int own_rmtree(const char *dir)
+/* dfd's entry name and the cgroups below it removed, deepest first (by descriptors: a path
+ * swapped meanwhile is not followed), at most 32 levels down. */
+static int rmtree_at(int dfd, const char *name, int depth)
 {
-	DIR *d = opendir(dir);
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 && depth < 32 ? fdopendir(fd) : NULL;
 	if (d) {
 		struct dirent *e;
-		char sub[4200];
 		while ((e = readdir(d)))
-			if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-				snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
-				own_rmtree(sub); /* (a cgroup's directories are cgroups: its files cannot go) */
-			}
+			if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				rmtree_at(dirfd(d), e->d_name, depth + 1); /* (its files cannot go: cgroups) */
 		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
 	}
-	return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
+	return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-/* The cgroup at r's path is still r's: the same inode. */
-static int same_cgroup(const struct own_rec *r)
+int own_rmtree(const char *dir)
+{
+	char parent[4096];
+	const char *base = strrchr(dir, '/');
+	if (!base || !base[1] || (size_t)(base - dir) >= sizeof parent) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(parent, sizeof parent, "%.*s", base == dir ? 1 : (int)(base - dir), dir);
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -1;
+	int r = rmtree_at(pfd, base + 1, 0), e = errno;
+	close(pfd);
+	errno = e;
+	return r;
+}
+
+/* Where r's cgroup is, seen from here: 1 there (the same inode; a record of a cgroup being
+ * made, the directory), 0 gone (its parent is a cgroup2 directory without it, or with another
+ * one there now), -1 not to be judged from here (no cgroup2 at its parent: another mount
+ * namespace, `ip netns exec`'s fresh /sys). */
+static int where_is(const struct own_rec *r)
 {
 	struct stat st;
-	return stat(r->cgroup, &st) == 0 && (unsigned long long)st.st_ino == r->cgroup_id &&
-	       cg_is_v2(r->cgroup);
+	if (stat(r->cgroup, &st) == 0 && cg_is_v2(r->cgroup))
+		return !r->cgroup_id || (unsigned long long)st.st_ino == r->cgroup_id;
+	char parent[4096];
+	const char *base = strrchr(r->cgroup, '/');
+	if (!base || base == r->cgroup || (size_t)(base - r->cgroup) >= sizeof parent)
+		return -1;
+	snprintf(parent, sizeof parent, "%.*s", (int)(base - r->cgroup), r->cgroup);
+	return cg_is_v2(parent) ? 0 : -1;
 }
 
 /* r's programs detached from its cgroup, those still loaded as recorded: how many. */
@@ -305,14 +399,16 @@ static int any_loaded(const struct own_rec *r)
 void own_sweep(FILE *say, const char *who)
 {
 	struct own_rec *v;
-	int n = own_read_all(&v);
+	int lock = own_lock(), n = own_read_all(&v);
 	for (int k = 0; k < n; k++) {
 		const struct own_rec *r = &v[k];
 		int run = strcmp(r->kind, "run") == 0;
 		if (run && own_alive(r))
 			continue;
-		int here = same_cgroup(r), loaded = here && any_loaded(r);
-		if (!here || (!loaded && !(run && r->made))) {
+		int at = where_is(r), loaded = any_loaded(r);
+		if (at < 0)
+			continue; /* (its cgroup is not seen from here: left for a run that sees it) */
+		if (at == 0 || (!loaded && !(run && r->made))) {
 			own_remove(r); /* (stale: its cgroup or its programs gone) */
 			continue;
 		}
@@ -346,6 +442,7 @@ void own_sweep(FILE *say, const char *who)
 		                    : ", the cgroup could not be removed");
 	}
 	free(v);
+	own_unlock(lock);
 }
 
 int own_query(int cgroup_fd, int attach_type, unsigned *ids, int max)

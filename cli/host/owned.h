@@ -25,12 +25,13 @@ struct own_prog {
 };
 
 struct own_rec {
-	char file[64];                /* its name in the directory */
+	char file[4200];              /* its file (the directory's path and its name) */
 	char kind[8];                 /* "run": socktune --cgroup; "attach": attach --cgroup */
 	int pid;                      /* who attached them */
 	unsigned long long start;     /* its start time (/proc/PID/stat), against pid reuse */
 	unsigned long long cgroup_id; /* the cgroup's inode */
-	int made;                     /* socktune made the cgroup: it removes it */
+	int made;                     /* socktune made the cgroup: it removes it (2: about to make
+	                               * it; a record written before the mkdir) */
 	int nprogs;
 	struct own_prog prog[OWN_MAX_PROGS];
 	char held[400];               /* the options its setsockopt hook holds, in its map's order */
@@ -48,7 +49,13 @@ int own_alive(const struct own_rec *r);
 /* r written (r->file chosen when empty): 0, or -1 with err. */
 int own_write(struct own_rec *r, char *err, size_t en);
 void own_remove(const struct own_rec *r);
-/* Every record: the count, *out malloc'd (NULL when none). */
+/* The records' lock (flock on DIR/.lock), held while a decision is made on what they say
+ * (the sweep; a wrapper's end; attach and detach): its descriptor, or -1 when it could not
+ * be had in 2 s (then without it).  own_unlock(-1) does nothing. */
+int own_lock(void);
+void own_unlock(int fd);
+/* Every record (the directory's, and the default one's when RUNTIME_DIRECTORY names
+ * another): the count, *out malloc'd (NULL when none). */
 int own_read_all(struct own_rec **out);
 /* The record that names program id as it is loaded now, in recs[n]; NULL: not ours. */
 const struct own_rec *own_find(unsigned id, const struct own_rec *recs, int n);
