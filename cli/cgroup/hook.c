@@ -62,139 +62,6 @@ enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
 /* R6: the context; R7, R8: the app's level and optname, then the app's value; R9: the mark,
  * then the count's slot */
 
-/* The count map's value: one per held option and end (key 2 * k + end, k an index of
- * held[], end 0 accepted, 1 outgoing) */
-struct cg_override_slot {
-	uint64_t count; /* the app's calls whose value the hook replaced */
-	uint64_t last;  /* the app's last such value, as 64 bits (a signed int sign-extended) */
-	char name[16];  /* the app's last name (TCP_CONGESTION) */
-};
-
-/* A slot as the wrapper and detach read it (the one conversion of both) */
-static void override_of(const struct cg_override_slot *s, struct cg_override *o)
-{
-	memset(o, 0, sizeof *o);
-	o->count = s->count;
-	o->last = (long long)s->last; /* (SO_MAX_PACING_RATE's ~0, no limit, reads -1) */
-	memcpy(o->name, s->name, sizeof o->name - 1);
-}
-
-/* ---- what the kernel takes of an app's value, from any process ----
- * The hook writes our value before the kernel checks the app's: an app's value the kernel
- * would refuse must go through untouched (its EINVAL or EPERM is the app's), and ours must be
- * one the kernel takes from this app too (bpf_setsockopt checks no capability; the app's own
- * call does).  Options not listed take any int (the flags, SO_RCVBUF, SO_SNDBUF, IP_TOS,
- * TCP_NOTSENT_LOWAT, SO_MAX_PACING_RATE; SO_MARK needs a capability whatever the value). */
-struct int_range {
-	long long lo, hi;
-	int zero;        /* 0 taken too */
-	const char *who; /* refused beyond it to a process without: (NULL: to anyone, EINVAL) */
-};
-static const struct {
-	int level, optname;
-	struct int_range r;
-} int_ranges[] = {
-	/* net/ipv4/tcp.c: MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT */
-	{IPPROTO_TCP, TCP_KEEPIDLE, {1, 32767, 0, NULL}},
-	{IPPROTO_TCP, TCP_KEEPINTVL, {1, 32767, 0, NULL}},
-	{IPPROTO_TCP, TCP_KEEPCNT, {1, 127, 0, NULL}},
-	{IPPROTO_TCP, TCP_USER_TIMEOUT, {0, INT_MAX, 0, NULL}},
-	/* TCP_MIN_MSS .. MAX_TCP_WINDOW, or 0: the route's again */
-	{IPPROTO_TCP, TCP_MAXSEG, {88, 32767, 1, NULL}},
-	/* 0 is refused on a connection (taken once closed); below 0 the kernel keeps it as a
-	 * huge u32: left alone */
-	{IPPROTO_TCP, TCP_WINDOW_CLAMP, {1, INT_MAX, 0, NULL}},
-	{IPPROTO_IPV6, IPV6_TCLASS, {-1, 255, 0, NULL}},
-	/* TC_PRIO_BESTEFFORT .. TC_PRIO_INTERACTIVE (sk_set_prio_allowed) */
-	{SOL_SOCKET, SO_PRIORITY, {0, 6, 0, "CAP_NET_ADMIN or CAP_NET_RAW"}},
-};
-
-/* The range of (level, optname) at hz; 1 when it has one.  TCP_DELACK_MAX_US, TCP_RTO_MIN_US:
- * 2 jiffies .. 200 ms, rounded up to jiffies (hz unknown: 10001 us, 2 jiffies at HZ=100). */
-static int int_range(int level, int optname, long long hz, struct int_range *r)
-{
-	if (level == IPPROTO_TCP && (optname == TCP_DELACK_MAX_US || optname == TCP_RTO_MIN_US)) {
-		*r = (struct int_range){hz > 0 ? 1000000 / hz + 1 : 10001, hz > 0 ? st_us_max(hz) : 200000,
-		                        0, NULL};
-		return 1;
-	}
-	for (size_t k = 0; k < sizeof int_ranges / sizeof int_ranges[0]; k++)
-		if (int_ranges[k].level == level && int_ranges[k].optname == optname) {
-			*r = int_ranges[k].r;
-			return 1;
-		}
-	return 0;
-}
-
-static int in_range(const struct int_range *r, long long v)
-{
-	return (v >= r->lo && v <= r->hi) || (r->zero && v == 0);
-}
-
-/* The congestion controls any process may choose (net.ipv4.tcp_allowed_congestion_control;
- * the others, loaded or not, need CAP_NET_ADMIN), read when the hook is made. */
-#define CC_MAX 16
-struct cc_allowed {
-	int n;
-	char name[CC_MAX][16];
-	char text[256]; /* as read, for the line that says why */
-};
-
-static void cc_allowed_read(struct cc_allowed *a)
-{
-	memset(a, 0, sizeof *a);
-	int fd = open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t m = read(fd, a->text, sizeof a->text - 1);
-	close(fd);
-	a->text[m > 0 ? m : 0] = '\0';
-	a->text[strcspn(a->text, "\n")] = '\0';
-	char buf[sizeof a->text], *save = NULL;
-	memcpy(buf, a->text, sizeof buf);
-	for (char *w = strtok_r(buf, " \t", &save); w && a->n < CC_MAX; w = strtok_r(NULL, " \t", &save))
-		if (strlen(w) < sizeof a->name[0]) /* (TCP_CA_NAME_MAX: never longer) */
-			memcpy(a->name[a->n++], w, strlen(w) + 1);
-}
-
-static int cc_is_allowed(const struct cc_allowed *a, const char *name)
-{
-	for (int k = 0; k < a->n; k++)
-		if (!strcmp(a->name[k], name))
-			return 1;
-	return 0;
-}
-
-/* Whether the hook may hold option i at policy value want (a name option: name): 1, or 0
- * with why: the policy's value needs a capability the app may lack ("" when the kernel
- * refuses it to anyone: the sock_ops program's setsockopt fails too, and the probe
- * connection of readback.c says so). */
-static int holdable(int i, long long want, const char *name, long long hz,
-                    const struct cc_allowed *cc, char *why, size_t n)
-{
-	const struct st_sockopt *o = &st_sockopts[i];
-	if (o->flags & ST_O_NAME) {
-		if (cc_is_allowed(cc, name))
-			return 1;
-		snprintf(why, n, "%s is not in net.ipv4.tcp_allowed_congestion_control (%s): the "
-		         "kernel refuses it to a process without CAP_NET_ADMIN (EPERM)", name,
-		         cc->text[0] ? cc->text : "unread");
-		return 0;
-	}
-	for (int v6 = 0; v6 <= (o->label6 != NULL); v6++) {
-		struct int_range r;
-		if (!int_range(v6 ? o->level6 : o->level, v6 ? o->optname6 : o->optname, hz, &r) ||
-		    in_range(&r, want))
-			continue;
-		why[0] = '\0';
-		if (r.who)
-			snprintf(why, n, "the kernel takes %lld..%lld%s from a process without %s, and "
-			         "refuses more (EPERM)", r.lo, r.hi, r.zero ? " or 0" : "", r.who);
-		return 0;
-	}
-	return 1;
-}
-
 /* The ends (bit 0: accepted, bit 1: outgoing) on which the hook holds option i of p. */
 int cg_hold_ends(const struct st_policy *p, int client, int i)
 {
@@ -266,7 +133,7 @@ static void count(struct cg_gen *g, int count_fd, int k, int out)
 struct hook_ctx {
 	int mark_fd, count_fd;
 	long long hz;
-	const struct cc_allowed *cc;
+	const struct cg_cc_allowed *cc;
 };
 
 /* The app's int (R8) outside r: goto out (signed, as the kernel compares an int) */
@@ -288,8 +155,8 @@ static void range_checks(struct cg_gen *g, int i, long long hz, int out)
 {
 	const struct st_sockopt *o = &st_sockopts[i];
 	struct int_range r4, r6;
-	int has4 = int_range(o->level, o->optname, hz, &r4);
-	int has6 = o->label6 && int_range(o->level6, o->optname6, hz, &r6);
+	int has4 = cg_int_range(o->level, o->optname, hz, &r4);
+	int has6 = o->label6 && cg_int_range(o->level6, o->optname6, hz, &r6);
 	if (!has6) {
 		if (has4)
 			range_check(g, &r4, out);
@@ -412,7 +279,7 @@ static void hold_name(struct cg_gen *g, const struct hook_ctx *h, int k, const c
 
 /* The hook for the held options of g: instructions into insns[max], the count or -1. */
 static int hook_build(const struct st_policy *p, int client, long long hz,
-                      const struct cc_allowed *cc, const struct cg_progs *pg,
+                      const struct cg_cc_allowed *cc, const struct cg_progs *pg,
                       struct st_bpf_insn *insns, int max, char *err, size_t n)
 {
 	static struct cg_gen g;
@@ -467,7 +334,7 @@ void cg_progs_close(struct cg_progs *g)
 
 /* The hook and its maps for g->held: 0, or -1 with g->hook_why (none of them left). */
 static int hook_load(const struct st_policy *p, int client, long long hz,
-                     const struct cc_allowed *cc, struct cg_progs *g)
+                     const struct cg_cc_allowed *cc, struct cg_progs *g)
 {
 	static struct st_bpf_insn insns[HOOK_MAX_INSNS];
 	char err[sizeof g->hook_why];
@@ -511,10 +378,10 @@ int cg_progs_load(const struct st_policy *p, int client, long long hz,
                   const struct cli_peer *peers, int npeers, struct cg_progs *g, char *err,
                   size_t n)
 {
-	static struct cc_allowed cc;
+	static struct cg_cc_allowed cc;
 	memset(g, 0, sizeof *g);
 	g->ops_fd = g->hook_fd = g->mark_fd = g->count_fd = -1;
-	cc_allowed_read(&cc);
+	cg_cc_allowed_read(&cc);
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		int ends = cg_hold_ends(p, client, i);
 		long long want = 0;
@@ -522,7 +389,7 @@ int cg_progs_load(const struct st_policy *p, int client, long long hz,
 		if (!ends)
 			continue;
 		cg_sets(p, i, ends & 1 ? 0 : 1, &want);
-		if (holdable(i, want, st_opt_name(p, i), hz, &cc, why, sizeof why)) {
+		if (cg_holdable(i, want, st_opt_name(p, i), hz, &cc, why, sizeof why)) {
 			g->held[g->nheld++] = i;
 			continue;
 		}
@@ -591,120 +458,4 @@ int cg_progs_detach(const struct cg_progs *g, int cgroup_fd)
 	}
 	errno = e;
 	return r;
-}
-
-int cg_progs_count(const struct cg_progs *g, int k, int end, struct cg_override *o)
-{
-	struct cg_override_slot s;
-	uint32_t key = (uint32_t)(2 * k + end);
-	memset(o, 0, sizeof *o);
-	if (g->count_fd < 0 || k >= g->nheld || cg_map_lookup(g->count_fd, &key, &s) != 0)
-		return -1;
-	override_of(&s, o);
-	return 0;
-}
-
-/* One line: what the hook refused of option i on end, so far. */
-static void say(const struct st_policy *p, int i, int end, const struct cg_override *o,
-                const char *dir, int first)
-{
-	struct rec *r = rec_new();
-	if (!r)
-		return;
-	int want = 0;
-	char key[ST_KEY_MAX], app[sizeof o->name];
-	st_opt_want(p, i, &want);
-	rec_int(r, K_PID, (long long)getpid());
-	rec_str(r, K_LEVEL, "info");
-	rec_str(r, K_EVENT, "app-override");
-	rec_str(r, K_CGROUP, dir);
-	rec_str(r, K_LOG_SOCKET, end ? "client" : "accepted");
-	rec_str(r, K_CHK_OPTION, st_opt_key(i, key, sizeof key));
-	if (st_sockopts[i].flags & ST_O_NAME) {
-		size_t m = 0; /* (the app's bytes: printable ones only) */
-		for (; m + 1 < sizeof app && o->name[m]; m++)
-			app[m] = o->name[m] > 0x20 && o->name[m] < 0x7f ? o->name[m] : '?';
-		app[m] = '\0';
-		rec_str(r, K_LOG_APP_NAME, app);
-		rec_str(r, K_CHK_WANT_NAME, st_opt_name(p, i));
-	} else {
-		rec_int(r, K_LOG_APP_VALUE, o->last);
-		rec_int(r, K_CHK_WANT_VALUE, (st_sockopts[i].flags & ST_O_UNSIGNED)
-		                                  ? (long long)(unsigned)want : want);
-	}
-	rec_int(r, K_CONN_COUNT, (long long)o->count);
-	if (first)
-		rec_bool(r, K_LOG_FIRST, 1);
-	rec_str(r, K_LOG_ACTION, "refused");
-	fputs("socktune ", stderr);
-	rec_write_logfmt(stderr, r);
-	fputc('\n', stderr);
-	rec_free(r);
-}
-
-void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int client,
-                   const char *dir, unsigned long long said[][2], int final)
-{
-	for (int k = 0; k < g->nheld; k++) {
-		int ends = cg_hold_ends(p, client, g->held[k]);
-		for (int end = 0; end < 2; end++) {
-			struct cg_override o;
-			if (!(ends & (1 << end)) || cg_progs_count(g, k, end, &o) != 0 || !o.count)
-				continue;
-			if (!said[k][end] || final)
-				say(p, g->held[k], end, &o, dir, !said[k][end]);
-			said[k][end] = o.count;
-		}
-	}
-}
-
-int cg_hook_counts_of(unsigned hook_id, struct cg_override *c, int max)
-{
-	struct st_bpf_get_id g = {.id = hook_id};
-	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g), n = -1;
-	if (fd < 0)
-		return -1;
-	uint32_t ids[8];
-	struct st_bpf_prog_info info;
-	memset(&info, 0, sizeof info);
-	info.nr_map_ids = 8;
-	info.map_ids = (uintptr_t)ids;
-	struct st_bpf_info_by_fd a = {.bpf_fd = (uint32_t)fd, .info_len = sizeof info,
-	                              .info = (uintptr_t)&info};
-	int r = (int)cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a);
-	close(fd);
-	for (uint32_t m = 0; r == 0 && m < info.nr_map_ids && m < 8 && n < 0; m++) {
-		struct st_bpf_get_id mg = {.id = ids[m]};
-		int mfd = (int)cg_bpf(ST_BPF_MAP_GET_FD_BY_ID, &mg, sizeof mg);
-		if (mfd < 0)
-			continue;
-		struct st_bpf_map_info mi;
-		memset(&mi, 0, sizeof mi);
-		struct st_bpf_info_by_fd ma = {.bpf_fd = (uint32_t)mfd, .info_len = sizeof mi,
-		                               .info = (uintptr_t)&mi};
-		/* the count map: the array of slots (the other is the marks' socket storage) */
-		if (cg_bpf(ST_BPF_OBJ_GET_INFO_BY_FD, &ma, sizeof ma) == 0 &&
-		    mi.type == ST_BPF_MAP_TYPE_ARRAY && mi.value_size == sizeof(struct cg_override_slot)) {
-			n = 0;
-			for (uint32_t key = 0; key < mi.max_entries && n < max; key++) {
-				struct cg_override_slot s;
-				memset(&c[n], 0, sizeof c[n]);
-				if (cg_map_lookup(mfd, &key, &s) == 0)
-					override_of(&s, &c[n]);
-				n++;
-			}
-		}
-		close(mfd);
-	}
-	return n;
-}
-
-void cg_progs_held_keys(const struct cg_progs *g, char *out, size_t n)
-{
-	out[0] = '\0';
-	for (int k = 0; k < g->nheld && g->hook_fd >= 0; k++) {
-		char key[ST_KEY_MAX];
-		size_t l = strlen(out);
-		snprintf(out + l, n - l, "%s%s", l ? " " : "", st_opt_key(g->held[k], key, sizeof key));
-	}
 }
