@@ -27,7 +27,7 @@ for fam in 4 6; do
 	off=$(json_get "$TMP/off$fam.out" over)
 	on=$(json_get "$TMP/on$fam.out" over)
 	ex=$(json_get "$TMP/excluded$fam.out" over)
-	echo "v$fam: requests over 20 ms of $N: client off $off, on $on, port excluded $ex"
+	echo "v$fam: requests over 30 ms of $N: client off $off, on $on, port excluded $ex"
 	# Without SOCKTUNE_CLIENT nothing about outgoing connections changes.
 	check client.v$fam.off.untouched "nodelay $(json_get "$TMP/off$fam.out" nodelay)" "$(json_get "$TMP/off$fam.out" nodelay)" = 0
 	check client.v$fam.off.stalls "only ${off:-?} of $N stalled without tuning" "${off:-0}" -ge $((N / 2))

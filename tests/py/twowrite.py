@@ -1,5 +1,6 @@
 """Keep-alive client that writes each request in two small writes (Nagle on, as most
-clients leave it) and counts requests slower than 20 ms.  Prints one JSON line with the
+clients leave it) and counts requests slower than 30 ms (the delayed ACK waits at least 40 ms: a margin for a
+busy machine).  Prints one JSON line with the
 count and the TCP_NODELAY / SO_RCVBUF the kernel reports on its socket."""
 import json, socket, sys, time
 
@@ -16,7 +17,7 @@ for i in range(n):
         if not chunk:
             sys.exit("server closed")
         got += chunk
-    if time.monotonic() - t > 0.020:
+    if time.monotonic() - t > 0.030:
         over += 1
 print(json.dumps({"n": n, "over": over,
                   "nodelay": s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
