@@ -1,7 +1,7 @@
 """Keep-alive client that writes each request in two small writes (Nagle on, as most
-clients leave it) and counts requests slower than 30 ms (the delayed ACK waits at least 40 ms: a margin for a
-busy machine).  Prints one JSON line with the
-count and the TCP_NODELAY / SO_RCVBUF the kernel reports on its socket."""
+clients leave it) and counts requests slower than 30 ms (the delayed ACK waits at least
+40 ms: a margin for a busy machine).  Prints one JSON line with the count and the
+TCP_NODELAY / SO_RCVBUF the kernel reports on its socket."""
 import json, socket, sys, time
 
 host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
