@@ -163,6 +163,70 @@ wait_server
 check cgroup_app_readback_outgoing "status $rc: $(grep 'source=app' "$TMP/outc.err" | head -c 300)" \
 	"$rc" = 0 -a -n "$(grep 'level=info event=cgroup .*conn=outgoing source=app nodelay=1' "$TMP/outc.err")"
 
+# ---- only connections the program tuned are read back: a server with two listeners, --ports
+# on one; its first connection, on the other (out of scope, untuned), gives no app line; the
+# in-scope one that follows does.  Marked by the sock_ops program (--nodelay: the setsockopt
+# hook's socket storage), and without marks (--initcwnd alone: no hook, the scope applied by
+# the wrapper).  With --client and no outgoing connection made, the wrapper stops looking
+# after its 120 looks (30 s of ticks) and says so once.
+cat >"$TMP/two.py" <<'EOF'
+import socket, sys, time
+a, b, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+ls = {}
+for p in (a, b):
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", p)); l.listen(8); ls[p] = l
+print("PORT %d" % a, flush=True)
+held = []
+for p in (b, a):
+    s, _ = ls[p].accept()
+    held.append(s)
+    print("CONN port=%d nodelay=%d" % (p, s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)), flush=True)
+time.sleep(secs)
+EOF
+# scope_run NAME SECS WRAPPER_ARGS...: the server on ports A (in --ports) and B; a client to
+# B held, then (once the wrapper has looked twice) one to A, until the app line is said
+scope_run() {
+	_n=$1 _s=$2
+	shift 2
+	_a=$(free_port) _b=$(free_port)
+	"$CLI" --cgroup --ports "$_a" "$@" -- $PY "$TMP/two.py" "$_a" "$_b" "$_s" \
+		>"$TMP/$_n.out" 2>"$TMP/$_n.err" &
+	SCOPE_W=$!
+	wait_file "$TMP/$_n.out" '^PORT' 10
+	$PY -c 'import socket, sys, time
+b = socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=5)
+time.sleep(1.5)
+a = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+end = time.monotonic() + 10
+while time.monotonic() < end and "source=app" not in open(sys.argv[3]).read():
+    time.sleep(0.05)
+time.sleep(0.5)' "$_a" "$_b" "$TMP/$_n.err" &
+	SCOPE_C=$!
+}
+scope_run marked 60 --client --nodelay
+wait $SCOPE_C
+line=$(grep 'event=cgroup .*source=app' "$TMP/marked.err")
+check cgroup_app_readback_scope_marked "server: $(grep '^CONN' "$TMP/marked.out" | tr '\n' ' ') (want port B nodelay=0 first, then A nodelay=1); app lines: $(grep -c 'source=app' "$TMP/marked.err") (want 1): '$line' (want level=info conn=accepted nodelay=1)" \
+	"$(count_lines "$TMP/marked.err" 'source=app')" = 1 -a "$(field "$line" level)" = info -a \
+	"$(field "$line" conn)" = accepted -a "$(field "$line" nodelay)" = 1 -a \
+	"$(grep -c '^CONN .*nodelay=0' "$TMP/marked.out")" = 1
+# the outgoing end never comes: given up within the bound (120 looks of 250 ms; 45 s allowed)
+busywait 45000 file_has "$TMP/marked.err" 'own outgoing connection not read back'
+check cgroup_app_readback_gives_up "log: $(grep -v 'socktune pid=' "$TMP/marked.err" | head -c 600)" \
+	"$(count_lines "$TMP/marked.err" 'own outgoing connection not read back: none it tuned seen in 120 looks')" = 1 -a \
+	-z "$(grep 'own accepted connection not read back' "$TMP/marked.err")"
+kill -TERM $SCOPE_W 2>/dev/null
+{ wait $SCOPE_W; } 2>/dev/null # (the server ends by the signal, said by the shell)
+
+scope_run unmarked 3 --initcwnd 40
+wait $SCOPE_C
+wait $SCOPE_W
+line=$(grep 'event=cgroup .*source=app' "$TMP/unmarked.err")
+check cgroup_app_readback_scope_unmarked "app lines: $(grep -c 'source=app' "$TMP/unmarked.err") (want 1): '$line' (want level=info conn=accepted initcwnd=40)" \
+	"$(count_lines "$TMP/unmarked.err" 'source=app')" = 1 -a "$(field "$line" level)" = info -a \
+	"$(field "$line" conn)" = accepted -a "$(field "$line" initcwnd)" = 40
+
 # ---- --cwnd-clamp: BBR keeps ssthresh at infinity (its one read-out): not readable, never
 # refused; cubic keeps the clamp there: read back
 if grep -qw bbr /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null ||
@@ -203,3 +267,20 @@ check cgroup_peer_v4_mapped_short_refused "status $rc (want 2), ran: $([ -e "$TM
 "$CLI" --schema >"$TMP/schema"
 res=$($PY "$ROOT/tests/py/logfmt_check.py" "$TMP/schema" $(grep -ls 'event=cgroup' "$TMP"/*.err) 2>/dev/null)
 check cgroup_probe_lines_in_schema "$res" "$res" = ok
+
+# ---- attach --cgroup: no wrapper ticks there, so where the probe is left out (no namespace of
+# its own, --ports) it does not claim the program's own connection is read
+if command -v setpriv >/dev/null &&
+	setpriv --bounding-set -sys_admin "$CLI" --cgroup --nodelay -- true 2>/dev/null; then
+	cg_test_dir cgroup_attach_probe_words
+	start_server -t 10 att -- sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -4 -m hold -n 1 -t 20' \
+		sh "$CG" "$BIN/tserver"
+	setpriv --bounding-set -sys_admin "$CLI" attach --cgroup --ports "$SRV_PORT" --nodelay ":$SRV_PORT" \
+		>"$TMP/attw.out" 2>"$TMP/attw.err"
+	rc=$?
+	check cgroup_attach_probe_left_out_words "status $rc (want 0): $(head -c 500 "$TMP/attw.err")" \
+		"$rc" = 0 -a -n "$(grep 'not read back from a probe: .*tuned all the same' "$TMP/attw.err")" -a \
+		-z "$(grep 'read instead' "$TMP/attw.err")"
+else
+	skip cgroup_attach_probe_left_out_words "socktune --cgroup does not run without CAP_SYS_ADMIN here"
+fi

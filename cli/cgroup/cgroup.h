@@ -185,12 +185,20 @@ int cg_readback(const char *dir, const struct st_policy *p, int client, const st
 /* The program's own connections, read back while it runs (the probe shows what the cgroup's
  * program sets; only the program's own show what the program did after it): one tick of
  * the wrapper's, armed by cg_readback with its cgroup and policy.  One sock_diag dump per
- * call at most: the program's first accepted connection (with client, its first outgoing
- * one too) found by its cgroup id, and once it is a tick old (the program may set its own
- * options right after accept), read from a copy of its descriptor (pidfd_getfd) and said
- * in one line, source=app (level=warn where it reads another value than the policy's,
- * with the cure); then nothing more.  1 while it still looks, 0 once done (final: done). */
+ * call at most, of the sockets of the cgroup and its descendants only (the kernel's cgroup
+ * filter, Linux 5.10; before it, every socket, those of the tree kept); the first accepted
+ * connection (with client, the first outgoing one too) that the sock_ops program tuned, a
+ * tick old (the program may set its own options right after accept), read from a copy of
+ * its descriptor (pidfd_getfd) and said in one line, source=app (level=warn where it reads
+ * another value than the policy's, with the cure); then nothing more.  Tuned: marked in the
+ * mark map given to cg_app_follow; without one, in --ports, --client-ports and --peer.  It
+ * gives up after 120 looks (30 s of ticks), said once.  1 while it still looks, 0 once done
+ * (final: done). */
 int cg_app_readback(int final);
+/* Called before cg_readback by a caller that ticks cg_app_readback (the run mode): the
+ * probe's words say the program's own connection is read, and mark_fd (struct cg_progs's,
+ * -1: none) tells which connections the sock_ops program tuned. */
+void cg_app_follow(int mark_fd);
 
 /* ---- run.c ---- */
 

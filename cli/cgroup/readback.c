@@ -4,6 +4,7 @@
  * passes the values up a pipe; the wrapper logs them, with the clamp and its fix where the
  * kernel cut one (bpf's SO_RCVBUF is capped by net.core.rmem_max as setsockopt's is). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -11,6 +12,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,8 @@
 #include "socktune_opts.h"
 #include "cgroup.h"
 #include "diag.h"
+#include "grow.h"
+#include "netlink.h"
 #include "record.h"
 
 #define UNREAD (-(1LL << 62))
@@ -35,6 +40,10 @@
  * its init, after the sock_ops program's TCP_BPF_SNDCWND_CLAMP wrote the clamp there) */
 #define TCP_INFINITE_SSTHRESH 0x7fffffffu
 #define MAX_FIXES 4 /* (the buffers, at most two, cut by their sysctls) */
+/* The mark map of the sock_ops program, which the setsockopt hook's presence goes with (-1:
+ * neither; the scope is then applied here), and whether the caller ticks cg_app_readback
+ * (cg_app_follow) */
+static int app_mark_fd = -1, app_followed;
 
 struct end {
 	long long got[ST_O_COUNT]; /* UNREAD: not read (not set, or nothing reads it back) */
@@ -181,11 +190,18 @@ static long long limit_of(const struct host *h, int i)
 	return limit ? host_num(h, limit, 0) : -1;
 }
 
-/* What a program's own connection that reads another value than the policy's needs: the
+/* What a program's own connection that reads another value than the policy's needs.  The
  * cgroup's program sets its values once, at the handshake, and the program's own
- * setsockopt after it wins (the probe, which sets nothing, never shows this). */
-#define APP_CURE "the program set it itself after the handshake, where the cgroup mode sets " \
-	"its values once: the preload (socktune [OPTIONS] -- PROGRAM, without --cgroup; a " \
+ * setsockopt after it wins, except on an option the setsockopt hook holds (hook.c), whose
+ * value it writes over the program's: an option held that still reads another value was
+ * changed past the hook (a kernel that refused it, or a value the kernel took otherwise),
+ * a real surprise; one the hook cannot hold (a name in a buffer too short for ours) is the
+ * preload's to hold.  (The probe, which sets nothing, shows neither.) */
+#define APP_CURE_HELD "an option the setsockopt hook holds reads another value: not the " \
+	"program's own setsockopt (the hook writes the policy's value over it), so something " \
+	"past it; socktune's bug if the kernel reports nothing, report it with this line"
+#define APP_CURE "the program set it itself after the handshake, and the setsockopt hook " \
+	"cannot hold it: the preload (socktune [OPTIONS] -- PROGRAM, without --cgroup; a " \
 	"dynamically linked program) holds the policy's value against the program's own " \
 	"setsockopt"
 
@@ -195,7 +211,7 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
                    const struct host *h, const char *dir, int insns, unsigned prog_id, int app)
 {
 	struct rec *r = rec_new();
-	int clamped = 0, refused = 0;
+	int clamped = 0, refused = 0, held = 0;
 	char fix[320] = "", why[400] = "", fixes[MAX_FIXES][96], unread[64] = "";
 	if (!r)
 		return 0;
@@ -257,6 +273,7 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 		}
 		if (!refused++) {
 			char key[ST_KEY_MAX + 4];
+			held = app && app_mark_fd >= 0 && (cg_hold_ends(p, 1, i) & (1 << outgoing));
 			snprintf(why, sizeof why, "%s.want=%lld (it reads %lld)",
 			         rec_key_name(K_OPTION + i, key, sizeof key), want, got);
 			st_fix_refused(i < ST_V_COUNT ? i : ST_V_KEEPALIVE, EINVAL, fix, sizeof fix);
@@ -280,7 +297,7 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 		if (unread[0])
 			rec_str(head, K_NOT_READABLE, unread);
 		if (app && refused)
-			rec_str(head, K_NOTE, APP_CURE);
+			rec_str(head, K_NOTE, held ? APP_CURE_HELD : APP_CURE);
 		fputs("socktune ", stderr);
 		rec_write_logfmt(stderr, head);
 		fputc(' ', stderr);
@@ -295,14 +312,21 @@ static int say_end(const struct st_policy *p, const struct end *e, int outgoing,
 	return refused != 0;
 }
 
-/* Whether a prefix of peers holds 127.0.0.1, the probe's peer. */
-static int loopback_in(const struct cli_peer *peers, int npeers)
+/* Whether the remote address (family, addr) is in one of peers, as the sock_ops program
+ * matches it (bpf.c's peers_check): an IPv4 prefix takes an IPv4 peer on an IPv6 socket too
+ * (::ffff:a.b.c.d); an IPv6 prefix the 16 bytes as they are. */
+static int peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned char *addr)
 {
-	static const unsigned char lo[4] = {127, 0, 0, 1};
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	for (int k = 0; k < npeers; k++) {
-		int bits = peers[k].len, ok = peers[k].family == AF_INET;
-		for (int b = 0; ok && b < bits; b++)
-			ok = ((lo[b / 8] ^ peers[k].addr[b / 8]) & (0x80 >> (b % 8))) == 0;
+		const unsigned char *a = addr;
+		if (peers[k].family == AF_INET && family == AF_INET6 && memcmp(addr, mapped, 12) == 0)
+			a = addr + 12;
+		else if (peers[k].family != family)
+			continue;
+		int ok = 1;
+		for (int b = 0; ok && b < peers[k].len; b++)
+			ok = ((a[b / 8] ^ peers[k].addr[b / 8]) & (0x80 >> (b % 8))) == 0;
 		if (ok)
 			return 1;
 	}
@@ -313,147 +337,393 @@ static int loopback_in(const struct cli_peer *peers, int npeers)
 
 #define APP_MAX_LISTENERS 64
 #define APP_MAX_CONNS 256
+#define APP_MAX_CGROUPS 64   /* the cgroup and its descendants, one kernel filter test each */
+#define APP_MAX_PIDS 65536   /* the processes whose descriptors are looked through */
+#define APP_MAX_SKIPPED 1024 /* connections found not tuned, never copied again */
+#define APP_COPIES 16        /* descriptors copied at one look, at most */
+/* Looks before it gives up: 30 s of the wrapper's 250 ms ticks.  A program that makes no
+ * connection of a kind (no outgoing one under --client), makes them in another network
+ * namespace than the wrapper's, or passes them to a process outside its cgroup, is not
+ * looked for all its life: said once, and the probe's line stands. */
+#define APP_MAX_LOOKS 120
+
+/* INET_DIAG_BC_CGROUP_COND, 13 (Linux 5.10): the socket's cgroup v2 id equal to the u64 after
+ * the op; and the rest of sock_diag's ABI this dump needs (diag.c holds the same) */
+enum { APP_BC_JMP = 1, APP_BC_CGROUP_COND = 13, APP_DIAG_BYTECODE = 1, APP_DIAG_CGROUP_ID = 21,
+       APP_SOCK_DIAG_BY_FAMILY = 20, APP_NETLINK_SOCK_DIAG = 4 };
+struct app_diag_req {
+	uint8_t family, protocol, ext, pad;
+	uint32_t states;
+	uint16_t sport, dport;
+	uint32_t src[4], dst[4], ifindex, cookie[2];
+};
+struct app_diag_msg {
+	uint8_t family, state, timer, retrans;
+	uint16_t sport, dport; /* network order */
+	uint32_t src[4], dst[4], ifindex, cookie[2];
+	uint32_t expires, rqueue, wqueue, uid, inode;
+};
+struct app_bc_op {
+	uint8_t code, yes;
+	uint16_t no;
+};
 
 struct app_sock {
-	int family;
-	unsigned char addr[16];
-	unsigned port;
-	unsigned long long ino, cookie;
+	int family, state;
+	unsigned char addr[16], peer[16];
+	unsigned port, peer_port;
+	unsigned long long ino, cookie, cgroup_id;
 };
 /* What cg_readback arms and each tick looks at (the wrapper reads one program) */
 static struct app {
 	int armed;
 	char dir[4096];
-	unsigned long long cg_id;      /* the cgroup directory's inode: sock_diag's cgroup id */
+	unsigned long long ids[APP_MAX_CGROUPS]; /* the cgroup's id (its inode) and its descendants' */
+	int nids, more_cgroups, more_pids;       /* past the limits */
+	int said_limits;
+	int unfiltered;                          /* the kernel refused the cgroup filter (< 5.10) */
 	const struct st_policy *p;
 	const struct host *h;
-	int client, insns, ticks;
+	struct cli_peer peers[CLI_MAX_PEERS];
+	int npeers, client, insns, looks;
 	unsigned prog_id;
-	struct {
-		int done;                  /* said, or given up */
-		unsigned long long cookie; /* the connection chosen (0: none yet) */
-		int tick;                  /* the tick it was first seen */
-	} end[2];                      /* accepted, outgoing */
+	unsigned long long skipped[APP_MAX_SKIPPED]; /* cookies of connections not tuned */
+	int nskipped;
+	unsigned long long seen[APP_MAX_CONNS]; /* the cookies of the last look's connections */
+	int nseen;
+	int done[2];                            /* said, or given up: accepted, outgoing */
 } app;
-/* One dump's sockets of the cgroup */
+/* One look's sockets of the cgroup */
 struct app_dump {
 	int nl, nc;
 	struct app_sock l[APP_MAX_LISTENERS], c[APP_MAX_CONNS];
 };
 
-static void app_take(const struct diag_sock *d, void *ctx)
+void cg_app_follow(int mark_fd)
 {
-	struct app_dump *a = ctx;
-	if (d->cgroup_id != app.cg_id)
-		return;
-	int listener = d->state == TS_LISTEN;
-	if (listener ? a->nl >= APP_MAX_LISTENERS : a->nc >= APP_MAX_CONNS)
-		return;
-	struct app_sock *s = listener ? &a->l[a->nl++] : &a->c[a->nc++];
-	s->family = d->family;
-	memcpy(s->addr, d->src, sizeof s->addr);
-	s->port = d->sport;
-	s->ino = d->inode;
-	s->cookie = d->cookie;
+	app_followed = 1;
+	app_mark_fd = mark_fd;
 }
 
-/* Read the program's connection s (an accepted one, or outgoing) from a copy of its
- * descriptor, taken from the process in the cgroup that holds it, and say it: 0 said, -1
- * not found held (it went meanwhile: another is chosen at the next tick). */
-static int app_read(const struct app_sock *s, int outgoing)
+static int app_in_tree(unsigned long long id)
 {
-	int pids[256], n = cg_pids(app.dir, pids, 256);
-	struct holders hs = {0};
-	if (n > 0)
-		holders_scan(&hs, pids, n > 256 ? 256 : n);
-	const struct holder *hd = holders_find(&hs, s->ino);
-	int copy = hd ? sockcopy_open(hd->pid, hd->fd, s->ino) : -1;
-	int e = errno, pid = hd ? hd->pid : 0;
-	free(hs.h);
-	if (copy < 0) {
-		if (!hd || e == ESTALE || e == EBADF || e == ESRCH)
-			return -1;
-		fprintf(stderr, "socktune: --cgroup: the program's own %s connection not read back: "
-		        "pidfd_getfd on pid %d: %s\n", outgoing ? "outgoing" : "accepted", pid,
-		        strerror(e));
-		return 0;
-	}
-	static struct end got;
-	read_end(copy, app.p, outgoing, &got);
-	close(copy);
-	say_end(app.p, &got, outgoing, app.h, app.dir, app.insns, app.prog_id, 1);
+	for (int k = 0; k < app.nids; k++)
+		if (app.ids[k] == id)
+			return 1;
 	return 0;
+}
+
+static void app_add(struct app_dump *a, const struct app_sock *s)
+{
+	if (!app_in_tree(s->cgroup_id))
+		return; /* (a dump unfiltered by the kernel: any socket of the host) */
+	if (s->state == TS_LISTEN ? a->nl < APP_MAX_LISTENERS : a->nc < APP_MAX_CONNS)
+		*(s->state == TS_LISTEN ? &a->l[a->nl++] : &a->c[a->nc++]) = *s;
+}
+
+static void app_take(const struct diag_sock *d, void *ctx)
+{
+	struct app_sock s = {.family = d->family, .state = (int)d->state, .port = d->sport,
+	                     .peer_port = d->dport, .ino = d->inode, .cookie = d->cookie,
+	                     .cgroup_id = d->cgroup_id};
+	memcpy(s.addr, d->src, sizeof s.addr);
+	memcpy(s.peer, d->dst, sizeof s.peer);
+	app_add(ctx, &s);
+}
+
+/* One family's sockets of the cgroup's tree, in states, the kernel reporting only those (an
+ * "or" of cgroup tests, built as diag.c builds its port tests): the count, or -errno. */
+static int app_dump_family(int nl, int family, unsigned states, struct app_dump *a)
+{
+	static unsigned seq;
+	struct {
+		struct nl_hdr h;
+		struct app_diag_req r;
+		struct nl_attr at;
+		unsigned char bc[16 * APP_MAX_CGROUPS];
+	} req;
+	memset(&req, 0, sizeof req);
+	/* id k: [COND yes 12, no 16: the next test][u64 id][JMP to the end]; the last one's
+	 * no goes 4 past the end (dropped), its yes to the end (reported) */
+	int len = 16 * app.nids - 4;
+	for (int k = 0, at = 0; k < app.nids; k++, at += 16) {
+		struct app_bc_op cond = {APP_BC_CGROUP_COND, 12, 16};
+		struct app_bc_op jmp = {APP_BC_JMP, 4, (uint16_t)(len - (at + 12))};
+		memcpy(req.bc + at, &cond, sizeof cond);
+		memcpy(req.bc + at + 4, &app.ids[k], sizeof app.ids[k]);
+		if (k < app.nids - 1)
+			memcpy(req.bc + at + 12, &jmp, sizeof jmp);
+	}
+	req.at.len = (uint16_t)(sizeof req.at + (size_t)len);
+	req.at.type = APP_DIAG_BYTECODE;
+	req.h.len = (uint32_t)(offsetof(__typeof__(req), bc) + (size_t)len);
+	req.h.type = APP_SOCK_DIAG_BY_FAMILY;
+	req.h.flags = NLM_F_REQUEST_ | NLM_F_DUMP_;
+	req.h.seq = ++seq;
+	req.r.family = (uint8_t)family;
+	req.r.protocol = IPPROTO_TCP;
+	req.r.states = states;
+	struct nl_addr kernel = {.family = AF_NETLINK};
+	if (sendto(nl, &req, req.h.len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
+		return -errno;
+	static _Alignas(8) char buf[32 * 1024];
+	for (int count = 0, reads = 0; reads < 4096; reads++) {
+		ssize_t n = recv(nl, buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (size_t off = 0; off + sizeof(struct nl_hdr) <= (size_t)n;) {
+			const struct nl_hdr *h = (const void *)(buf + off);
+			if (h->len < sizeof *h || off + h->len > (size_t)n)
+				break;
+			off += NL_ALIGN(h->len);
+			if (h->seq != req.h.seq)
+				continue;
+			int err = 0;
+			if (h->len >= sizeof *h + sizeof err)
+				memcpy(&err, h + 1, sizeof err);
+			if (h->type == NLMSG_DONE_)
+				return err < 0 ? err : count;
+			if (h->type == NLMSG_ERROR_)
+				return err ? err : -EPROTO;
+			const struct app_diag_msg *m = (const void *)(h + 1);
+			if (h->type != APP_SOCK_DIAG_BY_FAMILY || h->len < sizeof *h + sizeof *m)
+				continue;
+			struct app_sock s = {.family = m->family, .state = m->state,
+			                     .port = ntohs(m->sport), .peer_port = ntohs(m->dport),
+			                     .ino = m->inode,
+			                     .cookie = (unsigned long long)m->cookie[1] << 32 | m->cookie[0]};
+			memcpy(s.addr, m->src, sizeof s.addr);
+			memcpy(s.peer, m->dst, sizeof s.peer);
+			for (size_t o = NL_ALIGN(sizeof *h) + NL_ALIGN(sizeof *m); o + sizeof(struct nl_attr) <= h->len;) {
+				const struct nl_attr *at = (const void *)((const char *)h + o);
+				if (at->len < sizeof *at || o + at->len > h->len)
+					break;
+				if (at->type == APP_DIAG_CGROUP_ID && at->len >= sizeof *at + 8)
+					memcpy(&s.cgroup_id, at + 1, 8);
+				o += NL_ALIGN(at->len);
+			}
+			app_add(a, &s);
+			count++;
+		}
+	}
+	return -EOVERFLOW;
+}
+
+/* A cgroup v2 directory's inode, the kernel's id for it (0: none) */
+static unsigned long long inode_of(const char *dir)
+{
+	struct stat st;
+	return stat(dir, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/* The cgroup dir and its descendants (the sock_ops program runs in them too): their ids into
+ * app.ids, and with pids the processes in them appended to *pids (*npids, *cap) */
+static void app_tree(const char *dir, int depth, int **pids, size_t *npids, size_t *cap)
+{
+	unsigned long long id = inode_of(dir);
+	if (!id)
+		return;
+	if (app.nids < APP_MAX_CGROUPS)
+		app.ids[app.nids++] = id;
+	else
+		app.more_cgroups++;
+	char path[4200];
+	if (pids) {
+		snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+		FILE *f = fopen(path, "re");
+		for (int pid; f && fscanf(f, "%d", &pid) == 1;)
+			if (*npids < APP_MAX_PIDS && grow(pids, cap, *npids, sizeof **pids, 256) == 0)
+				(*pids)[(*npids)++] = pid;
+			else
+				app.more_pids++;
+		if (f)
+			fclose(f);
+	}
+	DIR *d = depth < 32 ? opendir(dir) : NULL;
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' &&
+		    snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+			app_tree(path, depth + 1, pids, npids, cap);
+	if (d)
+		closedir(d);
+}
+
+/* Whether connection c, on end outgoing, is one the sock_ops program tuned: copy is a copy
+ * of its descriptor.  Its mark when the program marks (hook.c's socket storage, looked up by
+ * the descriptor: Linux 5.2); else its scope as the program reads it: --ports, the local
+ * port of an accepted connection; --client-ports, the remote port of an outgoing one;
+ * --peer, the remote address. */
+static int app_tuned(const struct app_sock *c, int copy, int outgoing)
+{
+	if (app_mark_fd >= 0) {
+		uint32_t mark = 0;
+		return cg_map_lookup(app_mark_fd, &copy, &mark) == 0 &&
+		       mark == (outgoing ? CG_MARK_OUTGOING : CG_MARK_ACCEPTED);
+	}
+	int id = outgoing ? ST_V_CLIENT_PORTS : ST_V_PORTS;
+	unsigned port = outgoing ? c->peer_port : c->port;
+	if (st_has(app.p, id) && !st_port_in(outgoing ? app.p->client_ports : app.p->ports, port))
+		return 0;
+	return !app.npeers || peer_in(app.peers, app.npeers, c->family, c->peer);
+}
+
+static int app_listed(const unsigned long long *v, int n, unsigned long long cookie)
+{
+	for (int k = 0; k < n; k++)
+		if (v[k] == cookie)
+			return 1;
+	return 0;
+}
+
+static int by_ino(const void *x, const void *y)
+{
+	const struct app_sock *a = *(const struct app_sock *const *)x, *b = *(const struct app_sock *const *)y;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+/* End k's first connection the program tuned among cand[n] (oldest first), read from a copy
+ * of its descriptor, taken from the process of the cgroup's tree that holds it, and said:
+ * 1 said (or said not readable), 0 none yet.  One not tuned is skipped for good. */
+static int app_read(const struct app_sock **cand, int n, int k, struct holders *hs, int *copies)
+{
+	for (int j = 0; j < n && *copies < APP_COPIES; j++) {
+		const struct holder *hd = holders_find(hs, cand[j]->ino);
+		if (!hd)
+			continue; /* (gone meanwhile, or held outside the tree: looked for again) */
+		++*copies;
+		int copy = sockcopy_open(hd->pid, hd->fd, cand[j]->ino), e = errno;
+		if (copy < 0 && (e == ESTALE || e == EBADF || e == ESRCH))
+			continue;
+		if (copy < 0) {
+			fprintf(stderr, "socktune: --cgroup: the program's own %s connection not read back: "
+			        "pidfd_getfd on pid %d: %s\n", k ? "outgoing" : "accepted", hd->pid,
+			        strerror(e));
+			return 1;
+		}
+		if (!app_tuned(cand[j], copy, k)) {
+			close(copy);
+			if (app.nskipped < APP_MAX_SKIPPED)
+				app.skipped[app.nskipped++] = cand[j]->cookie;
+			continue;
+		}
+		static struct end got;
+		read_end(copy, app.p, k, &got);
+		close(copy);
+		say_end(app.p, &got, k, app.h, app.dir, app.insns, app.prog_id, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* Said once, when it stops looking: which ends were not read back, and why that may be */
+static void app_give_up(int kinds)
+{
+	for (int k = 0; k < kinds; k++)
+		if (!app.done[k])
+			fprintf(stderr, "socktune: --cgroup: the program's own %s connection not read back: "
+			        "none it tuned%s seen in %d looks (%d s), and no more looked for (a program "
+			        "that makes none, or makes them in another network namespace); the probe's "
+			        "line stands for it\n", k ? "outgoing" : "accepted",
+			        app_mark_fd >= 0 ? "" : " (in --ports, --client-ports, --peer)",
+			        APP_MAX_LOOKS, APP_MAX_LOOKS / 4);
+	app.done[0] = app.done[1] = 1;
 }
 
 int cg_app_readback(int final)
 {
 	int kinds = app.client ? 2 : 1;
-	if (!app.armed || final || (app.end[0].done && (kinds == 1 || app.end[1].done)))
+	if (!app.armed || final || (app.done[0] && (kinds == 1 || app.done[1])))
 		return 0;
-	app.ticks++;
+	if (++app.looks > APP_MAX_LOOKS) {
+		app_give_up(kinds);
+		return 0;
+	}
+	app.nids = app.more_cgroups = 0;
+	app_tree(app.dir, 0, NULL, NULL, NULL);
 	int nl = diag_open(0);
-	if (nl < 0)
+	if (nl < 0 || !app.nids) {
+		if (nl >= 0)
+			close(nl);
 		return 1; /* (tried again at the next tick) */
+	}
 	static struct app_dump d;
 	d.nl = d.nc = 0;
 	/* (closed by the peer, not yet by the program: still the program's, as it set it) */
-	int r = diag_dump(nl, 1u << TS_LISTEN | 1u << TS_ESTABLISHED | 1u << TS_CLOSE_WAIT, 0,
-	                  app_take, &d);
+	unsigned states = 1u << TS_LISTEN | 1u << TS_ESTABLISHED | 1u << TS_CLOSE_WAIT;
+	int r = app.unfiltered ? -EINVAL : app_dump_family(nl, AF_INET, states, &d);
+	if (r >= 0)
+		r = app_dump_family(nl, AF_INET6, states, &d);
+	if (r == -EINVAL && !app.unfiltered) { /* (no cgroup filter: every socket, ours kept) */
+		app.unfiltered = 1;
+		d.nl = d.nc = 0;
+	}
+	if (app.unfiltered)
+		r = diag_dump(nl, states, 0, app_take, &d);
 	close(nl);
 	if (r < 0)
 		return 1;
-	for (int k = 0; k < kinds; k++) {
-		if (app.end[k].done)
-			continue;
-		/* accepted: made on a listener of the cgroup's (its local address and port one
-		 * that listener takes); outgoing: any other.  The chosen one, when still there and
-		 * a tick old, is read; else the first made (the lowest inode) is chosen now. */
-		const struct app_sock *chosen = NULL, *first = NULL;
-		for (int j = 0; j < d.nc; j++) {
-			const struct app_sock *c = &d.c[j];
-			int accepted = 0;
-			for (int q = 0; q < d.nl && !accepted; q++)
-				accepted = diag_listener_takes(d.l[q].family, d.l[q].addr, d.l[q].port,
-				                               c->family, c->addr, c->port) != 0;
-			if (accepted != (k == 0))
-				continue;
-			if (c->cookie == app.end[k].cookie)
-				chosen = c;
-			if (!first || c->ino < first->ino)
-				first = c;
-		}
-		if (chosen && app.ticks > app.end[k].tick) {
-			if (app_read(chosen, k) == 0) {
-				app.end[k].done = 1;
-				continue;
-			}
-			chosen = NULL;
-		}
-		if (!chosen && first) {
-			app.end[k].cookie = first->cookie;
-			app.end[k].tick = app.ticks;
-		}
+	/* accepted: made on a listener of the tree's (its local address and port one that
+	 * listener takes); outgoing: any other.  Candidates: those seen at the last look too
+	 * (the program may set its own options right after accept), not found untuned before */
+	const struct app_sock *cand[2][APP_MAX_CONNS];
+	int ncand[2] = {0, 0};
+	for (int j = 0; j < d.nc; j++) {
+		const struct app_sock *c = &d.c[j];
+		int accepted = 0;
+		for (int q = 0; q < d.nl && !accepted; q++)
+			accepted = diag_listener_takes(d.l[q].family, d.l[q].addr, d.l[q].port,
+			                               c->family, c->addr, c->port) != 0;
+		int k = !accepted;
+		if (k < kinds && !app.done[k] && app_listed(app.seen, app.nseen, c->cookie) &&
+		    !app_listed(app.skipped, app.nskipped, c->cookie))
+			cand[k][ncand[k]++] = c;
 	}
-	return !(app.end[0].done && (kinds == 1 || app.end[1].done));
+	app.nseen = 0;
+	for (int j = 0; j < d.nc; j++)
+		app.seen[app.nseen++] = d.c[j].cookie;
+	if (ncand[0] || ncand[1]) {
+		int *pids = NULL, copies = 0;
+		size_t npids = 0, cap = 0;
+		struct holders hs = {0};
+		app.nids = app.more_cgroups = app.more_pids = 0;
+		app_tree(app.dir, 0, &pids, &npids, &cap);
+		if ((app.more_pids || app.more_cgroups) && !app.said_limits++)
+			fprintf(stderr, "socktune: --cgroup: the program's own connections are looked for "
+			        "in the first %d cgroups of %s and its descendants (%d more) and the first "
+			        "%d processes in them (%d more)\n", APP_MAX_CGROUPS, app.dir,
+			        app.more_cgroups, APP_MAX_PIDS, app.more_pids);
+		holders_scan(&hs, pids, (int)npids);
+		for (int k = 0; k < kinds; k++) {
+			qsort(cand[k], (size_t)ncand[k], sizeof cand[k][0], by_ino);
+			if (!app.done[k] && app_read(cand[k], ncand[k], k, &hs, &copies))
+				app.done[k] = 1;
+		}
+		free(hs.h);
+		free(pids);
+	}
+	return !(app.done[0] && (kinds == 1 || app.done[1]));
 }
 
 int cg_readback(const char *dir, const struct st_policy *p, int client, const struct host *h,
                 int insns, unsigned prog_id, const struct cli_peer *peers, int npeers)
 {
 	static struct probe r;
-	struct stat st;
+	static const unsigned char lo[16] = {127, 0, 0, 1};
 	memset(&app, 0, sizeof app);
-	if (stat(dir, &st) == 0 && strlen(dir) < sizeof app.dir) {
+	if (strlen(dir) < sizeof app.dir && npeers <= CLI_MAX_PEERS) {
 		app.armed = 1;
-		app.cg_id = (unsigned long long)st.st_ino;
 		strcpy(app.dir, dir);
 		app.p = p;
 		app.h = h;
+		memcpy(app.peers, peers, sizeof *peers * (size_t)npeers);
+		app.npeers = npeers;
 		app.client = client;
 		app.insns = insns;
 		app.prog_id = prog_id;
 	}
-	if (npeers && !loopback_in(peers, npeers)) {
+	if (npeers && !peer_in(peers, npeers, AF_INET, lo)) {
 		fprintf(stderr, "socktune: --cgroup: not read back: the probe connection's peer, "
 		        "127.0.0.1, is outside every --peer prefix (the program tunes only connections "
 		        "from those; socktune check shows what this host grants)\n");
@@ -504,7 +774,8 @@ int cg_readback(const char *dir, const struct st_policy *p, int client, const st
 		fprintf(stderr, "socktune: --cgroup: not read back from a probe: the probe connection "
 		        "would take a port of the program's scope (--ports, --client-ports) on the "
 		        "host, where its first clients may land (a namespace of its own was refused: "
-		        "%s); the program's own first connection is read instead\n", strerror(r.err));
+		        "%s)%s\n", strerror(r.err), app_followed ? "; the program's own first "
+		        "connection is read instead" : ": its connections are tuned all the same");
 		return 0;
 	}
 	if (got == sizeof r && strcmp(r.step, SCOPE_PORT) == 0) {
