@@ -9,10 +9,16 @@
  *   readback.c  a probe connection made inside the cgroup: what the kernel applied
  *   run.c       socktune --cgroup [OPTIONS] -- PROGRAM
  *   cgtarget.c  the cgroups a running server's listeners were made in
- *   cgattach.c  socktune attach --cgroup PID|:PORT, socktune detach PID|:PORT */
+ *   hook.c      the setsockopt hook that holds the policy against the app's own calls, and
+ *               the programs of a policy loaded, attached and detached together
+ *   holdrange.c what the kernel takes of an app's value from any process (the hook's bounds)
+ *   holdcount.c what the hook refused: its count map, read and said
+ *   cgattach.c  socktune attach --cgroup PID|:PORT, socktune detach PID|:PORT|CGROUP
+ * (cli/host/owned.c: what socktune attached, on record: ours is known by it) */
 #ifndef SOCKTUNE_CGROUP_H
 #define SOCKTUNE_CGROUP_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "socktune.h"
@@ -114,6 +120,41 @@ void cg_progs_held_keys(const struct cg_progs *g, char *out, size_t n);
  * one more with the totals, for each counted.  One map lookup per held option and end. */
 void cg_progs_tell(const struct cg_progs *g, const struct st_policy *p, int client,
                    const char *dir, unsigned long long said[][2], int final);
+
+/* ---- holdrange.c: what the kernel takes of an app's value from any process (the hook
+ * replaces only such a value, and only with such a value) ---- */
+
+struct int_range {
+	long long lo, hi;
+	int zero;        /* 0 taken too */
+	const char *who; /* refused beyond it to a process without: (NULL: to anyone, EINVAL) */
+};
+/* The range of (level, optname) at hz: 1 when it has one (else any int is taken). */
+int cg_int_range(int level, int optname, long long hz, struct int_range *r);
+int cg_in_range(const struct int_range *r, long long v);
+/* The congestion controls any process may choose (net.ipv4.tcp_allowed_congestion_control) */
+#define CC_MAX 16
+struct cg_cc_allowed {
+	int n;
+	char name[CC_MAX][16];
+	char text[256]; /* as read, for the line that says why */
+};
+void cg_cc_allowed_read(struct cg_cc_allowed *a);
+/* Whether the hook may hold option i at policy value want (a name option: name): 1, or 0
+ * with why (the policy's value needs a capability the app may lack; "" when the kernel
+ * refuses it to anyone, which the probe connection says). */
+int cg_holdable(int i, long long want, const char *name, long long hz,
+                const struct cg_cc_allowed *cc, char *why, size_t n);
+
+/* ---- holdcount.c: the count map's slots, read and said ---- */
+
+/* The count map's value: one per held option and end (key 2 * k + end, k an index of
+ * held[], end 0 accepted, 1 outgoing) */
+struct cg_override_slot {
+	uint64_t count; /* the app's calls whose value the hook replaced */
+	uint64_t last;  /* the app's last such value, as 64 bits (a signed int sign-extended) */
+	char name[16];  /* the app's last name (TCP_CONGESTION) */
+};
 
 /* ---- cgroup.c ---- */
 

@@ -164,6 +164,7 @@ static int setup(const struct cli *c, const struct st_policy *p, struct cg_state
 		return -1;
 	}
 	s->attached = 1;
+	cg_app_follow(s->g.mark_fd); /* (tick() reads the program's own connections) */
 	return cg_readback(s->dir, p, st_on(p, ST_V_CLIENT), &h, s->g.insns, s->g.ops_id, c->peer,
 	                   c->npeers) == 0
 	               ? 0 : -1;
