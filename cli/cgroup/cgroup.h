@@ -7,6 +7,8 @@
  *   cgroup.c    the wrapper's own cgroup, the child made, entered, removed
  *   cgargs.c    which options the mode sets, and the refusal of those it cannot (both ways)
  *   readback.c  a probe connection made inside the cgroup: what the kernel applied
+ *   appread.c   the program's own first connections, read back from the wrapper's ticks
+ *   ends.c      one end of a connection read and said (the probe's, the program's own)
  *   run.c       socktune --cgroup [OPTIONS] -- PROGRAM
  *   cgtarget.c  the cgroups a running server's listeners were made in
  *   hook.c      the setsockopt hook that holds the policy against the app's own calls, and
@@ -240,6 +242,29 @@ int cg_app_readback(int final);
  * probe's words say the program's own connection is read, and mark_fd (struct cg_progs's,
  * -1: none) tells which connections the sock_ops program tuned. */
 void cg_app_follow(int mark_fd);
+
+/* ---- ends.c: one end's values read, and said (readback.c's probe, appread.c's) ---- */
+
+#define UNREAD (-(1LL << 62))
+struct cg_end {
+	long long got[ST_O_COUNT]; /* UNREAD: not read (not set, or nothing reads it back) */
+	char name[ST_O_COUNT][16];
+	int clamp_hidden; /* the cwnd clamp set, its only read-out (ssthresh) at infinity */
+};
+/* The options p sets on that end read from socket fd into e. */
+void cg_read_end(int fd, const struct st_policy *p, int outgoing, struct cg_end *e);
+/* One end's line (app: 0 the probe's, 1 the program's own connection, 2 the same where the
+ * hook holds what it holds); 1 when a value was not applied (the kernel refused it; on the
+ * program's own connection: it reads another). */
+int cg_say_end(const struct st_policy *p, const struct cg_end *e, int outgoing,
+               const struct host *h, const char *dir, int insns, unsigned prog_id, int app);
+/* Whether the remote address (family, addr) is in one of peers, as the program matches it. */
+int cg_peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned char *addr);
+/* (appread.c) The app read-back armed for the cgroup dir (cg_readback does it); whether the
+ * caller ticks it (cg_app_follow was called). */
+void cg_app_arm(const char *dir, const struct st_policy *p, int client, const struct host *h,
+                int insns, unsigned prog_id, const struct cli_peer *peers, int npeers);
+int cg_app_followed(void);
 
 /* ---- run.c ---- */
 
