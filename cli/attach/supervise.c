@@ -52,14 +52,11 @@ static size_t left_behind(FILE *say, const struct cli *c, int child)
 	struct svc_pids left = {0};
 	svc_descendants(getpid(), 0, &left);
 	if (left.n) {
-		char list[160] = "";
-		for (size_t k = 0; k < left.n && strlen(list) + 16 < sizeof list; k++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? " " : "",
-			         left.v[k]);
+		char list[160];
+		svc_pids_text(&left, list, sizeof list);
 		fprintf(say, "socktune: --attach: %s (pid %d) exited 0 and left %zu process%s "
-		        "(%s%s): their listeners are tuned until the last exits, whose status is ours\n",
-		        c->program[0], child, left.n, left.n == 1 ? "" : "es", list,
-		        strlen(list) + 16 >= sizeof list ? " ..." : "");
+		        "(%s): their listeners are tuned until the last exits, whose status is ours\n",
+		        c->program[0], child, left.n, left.n == 1 ? "" : "es", list);
 	}
 	free(left.v);
 	return left.n;

@@ -21,7 +21,6 @@
 #include "cgroup.h"
 #include "diag.h"
 #include "grow.h"
-#include "netlink.h"
 #include "record.h"
 
 /* The mark map of the sock_ops program, which the setsockopt hook's presence goes with (-1:
@@ -31,7 +30,7 @@ static int app_mark_fd = -1, app_followed;
 
 #define APP_MAX_LISTENERS 64
 #define APP_MAX_CONNS 256
-#define APP_MAX_CGROUPS 64   /* the cgroup and its descendants, one kernel filter test each */
+#define APP_MAX_CGROUPS DIAG_MAX_CGROUPS /* the cgroup and its descendants: a filter test each */
 #define APP_MAX_PIDS 65536   /* the processes whose descriptors are looked through */
 #define APP_MAX_SKIPPED 1024 /* connections found not tuned, never copied again */
 #define APP_COPIES 16        /* descriptors copied at one look, at most */
@@ -40,27 +39,6 @@ static int app_mark_fd = -1, app_followed;
  * namespace than the wrapper's, or passes them to a process outside its cgroup, is not
  * looked for all its life: said once, and the probe's line stands. */
 #define APP_MAX_LOOKS 120
-
-/* INET_DIAG_BC_CGROUP_COND, 13 (Linux 5.10): the socket's cgroup v2 id equal to the u64 after
- * the op; and the rest of sock_diag's ABI this dump needs (diag.c holds the same) */
-enum { APP_BC_JMP = 1, APP_BC_CGROUP_COND = 13, APP_DIAG_BYTECODE = 1, APP_DIAG_CGROUP_ID = 21,
-       APP_SOCK_DIAG_BY_FAMILY = 20, APP_NETLINK_SOCK_DIAG = 4 };
-struct app_diag_req {
-	uint8_t family, protocol, ext, pad;
-	uint32_t states;
-	uint16_t sport, dport;
-	uint32_t src[4], dst[4], ifindex, cookie[2];
-};
-struct app_diag_msg {
-	uint8_t family, state, timer, retrans;
-	uint16_t sport, dport; /* network order */
-	uint32_t src[4], dst[4], ifindex, cookie[2];
-	uint32_t expires, rqueue, wqueue, uid, inode;
-};
-struct app_bc_op {
-	uint8_t code, yes;
-	uint16_t no;
-};
 
 struct app_sock {
 	int family, state;
@@ -123,86 +101,6 @@ static void app_take(const struct diag_sock *d, void *ctx)
 	memcpy(s.addr, d->src, sizeof s.addr);
 	memcpy(s.peer, d->dst, sizeof s.peer);
 	app_add(ctx, &s);
-}
-
-/* One family's sockets of the cgroup's tree, in states, the kernel reporting only those (an
- * "or" of cgroup tests, built as diag.c builds its port tests): the count, or -errno. */
-static int app_dump_family(int nl, int family, unsigned states, struct app_dump *a)
-{
-	static unsigned seq;
-	struct {
-		struct nl_hdr h;
-		struct app_diag_req r;
-		struct nl_attr at;
-		unsigned char bc[16 * APP_MAX_CGROUPS];
-	} req;
-	memset(&req, 0, sizeof req);
-	/* id k: [COND yes 12, no 16: the next test][u64 id][JMP to the end]; the last one's
-	 * no goes 4 past the end (dropped), its yes to the end (reported) */
-	int len = 16 * app.nids - 4;
-	for (int k = 0, at = 0; k < app.nids; k++, at += 16) {
-		struct app_bc_op cond = {APP_BC_CGROUP_COND, 12, 16};
-		struct app_bc_op jmp = {APP_BC_JMP, 4, (uint16_t)(len - (at + 12))};
-		memcpy(req.bc + at, &cond, sizeof cond);
-		memcpy(req.bc + at + 4, &app.ids[k], sizeof app.ids[k]);
-		if (k < app.nids - 1)
-			memcpy(req.bc + at + 12, &jmp, sizeof jmp);
-	}
-	req.at.len = (uint16_t)(sizeof req.at + (size_t)len);
-	req.at.type = APP_DIAG_BYTECODE;
-	req.h.len = (uint32_t)(offsetof(__typeof__(req), bc) + (size_t)len);
-	req.h.type = APP_SOCK_DIAG_BY_FAMILY;
-	req.h.flags = NLM_F_REQUEST_ | NLM_F_DUMP_;
-	req.h.seq = ++seq;
-	req.r.family = (uint8_t)family;
-	req.r.protocol = IPPROTO_TCP;
-	req.r.states = states;
-	struct nl_addr kernel = {.family = AF_NETLINK};
-	if (sendto(nl, &req, req.h.len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
-		return -errno;
-	static _Alignas(8) char buf[32 * 1024];
-	for (int count = 0, reads = 0; reads < 4096; reads++) {
-		ssize_t n = recv(nl, buf, sizeof buf, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		for (size_t off = 0; off + sizeof(struct nl_hdr) <= (size_t)n;) {
-			const struct nl_hdr *h = (const void *)(buf + off);
-			if (h->len < sizeof *h || off + h->len > (size_t)n)
-				break;
-			off += NL_ALIGN(h->len);
-			if (h->seq != req.h.seq)
-				continue;
-			int err = 0;
-			if (h->len >= sizeof *h + sizeof err)
-				memcpy(&err, h + 1, sizeof err);
-			if (h->type == NLMSG_DONE_)
-				return err < 0 ? err : count;
-			if (h->type == NLMSG_ERROR_)
-				return err ? err : -EPROTO;
-			const struct app_diag_msg *m = (const void *)(h + 1);
-			if (h->type != APP_SOCK_DIAG_BY_FAMILY || h->len < sizeof *h + sizeof *m)
-				continue;
-			struct app_sock s = {.family = m->family, .state = m->state,
-			                     .port = ntohs(m->sport), .peer_port = ntohs(m->dport),
-			                     .ino = m->inode,
-			                     .cookie = (unsigned long long)m->cookie[1] << 32 | m->cookie[0]};
-			memcpy(s.addr, m->src, sizeof s.addr);
-			memcpy(s.peer, m->dst, sizeof s.peer);
-			for (size_t o = NL_ALIGN(sizeof *h) + NL_ALIGN(sizeof *m); o + sizeof(struct nl_attr) <= h->len;) {
-				const struct nl_attr *at = (const void *)((const char *)h + o);
-				if (at->len < sizeof *at || o + at->len > h->len)
-					break;
-				if (at->type == APP_DIAG_CGROUP_ID && at->len >= sizeof *at + 8)
-					memcpy(&s.cgroup_id, at + 1, 8);
-				o += NL_ALIGN(at->len);
-			}
-			app_add(a, &s);
-			count++;
-		}
-	}
-	return -EOVERFLOW;
 }
 
 /* A cgroup v2 directory's inode, the kernel's id for it (0: none) */
@@ -346,9 +244,7 @@ int cg_app_readback(int final)
 	d.nl = d.nc = 0;
 	/* (closed by the peer, not yet by the program: still the program's, as it set it) */
 	unsigned states = 1u << TS_LISTEN | 1u << TS_ESTABLISHED | 1u << TS_CLOSE_WAIT;
-	int r = app.unfiltered ? -EINVAL : app_dump_family(nl, AF_INET, states, &d);
-	if (r >= 0)
-		r = app_dump_family(nl, AF_INET6, states, &d);
+	int r = app.unfiltered ? -EINVAL : diag_dump_cgroups(nl, states, 0, app.ids, app.nids, app_take, &d);
 	if (r == -EINVAL && !app.unfiltered) { /* (no cgroup filter: every socket, ours kept) */
 		app.unfiltered = 1;
 		d.nl = d.nc = 0;

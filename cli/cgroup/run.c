@@ -214,14 +214,12 @@ static int left_behind(const struct cli *c, const struct cg_state *s, pid_t pid)
 	struct svc_pids left = {0};
 	svc_children(getpid(), &left);
 	if (left.n) {
-		char list[160] = "";
-		for (size_t k = 0; k < left.n && strlen(list) + 16 < sizeof list; k++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? " " : "",
-			         left.v[k]);
+		char list[160];
+		svc_pids_text(&left, list, sizeof list);
 		fprintf(stderr, "socktune: --cgroup: %s (pid %d) exited and left %zu process%s in %s "
-		        "(%s%s): the program stays attached, tuning their connections, until the last "
+		        "(%s): the program stays attached, tuning their connections, until the last "
 		        "exits (signals to socktune go to them)\n", c->program[0], pid, left.n,
-		        left.n == 1 ? "" : "es", s->dir, list, strlen(list) + 16 >= sizeof list ? " ..." : "");
+		        left.n == 1 ? "" : "es", s->dir, list);
 	}
 	int n = (int)left.n;
 	free(left.v);

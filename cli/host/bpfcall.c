@@ -16,39 +16,6 @@ long cg_bpf(int cmd, void *attr, size_t size)
 	return syscall(__NR_bpf, cmd, attr, size);
 }
 
-int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n)
-{
-	struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cgroup_fd,
-	                               .attach_bpf_fd = (uint32_t)prog_fd,
-	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS,
-	                               .attach_flags = ST_BPF_F_ALLOW_MULTI};
-	if (cg_bpf(ST_BPF_PROG_ATTACH, &a, sizeof a) == 0)
-		return 0;
-	int e = errno;
-	if (e == EPERM)
-		snprintf(err, n, "attaching to the cgroup: %s (another party's program is attached "
-		         "there without BPF_F_ALLOW_MULTI, which allows no other, or a capability is "
-		         "missing: CAP_BPF and CAP_NET_ADMIN)", strerror(e));
-	else
-		snprintf(err, n, "attaching to the cgroup: %s", strerror(e));
-	return -1;
-}
-
-int cg_prog_detach(unsigned id, int cgroup_fd)
-{
-	struct st_bpf_get_id g = {.id = id};
-	int fd = (int)cg_bpf(ST_BPF_PROG_GET_FD_BY_ID, &g, sizeof g);
-	if (fd < 0)
-		return -1;
-	struct st_bpf_prog_attach a = {.target_fd = (uint32_t)cgroup_fd, .attach_bpf_fd = (uint32_t)fd,
-	                               .attach_type = ST_BPF_CGROUP_SOCK_OPS};
-	int r = (int)cg_bpf(ST_BPF_PROG_DETACH, &a, sizeof a);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return r;
-}
-
 int cg_query(int cgroup_fd, unsigned *ids, int max)
 {
 	struct st_bpf_query a = {.target_fd = (uint32_t)cgroup_fd,

@@ -17,21 +17,16 @@
 /* bpf(2) itself: cmd with attr (a head of union bpf_attr, bpf_abi.h). */
 long cg_bpf(int cmd, void *attr, size_t size);
 
-/* Attach prog_fd to cgroup_fd with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (socktune attach
- * --cgroup): it stays after socktune exits, until detached, and runs beside other programs
- * attached with the same flag.  0, or -1 with err. */
-int cg_prog_attach(int prog_fd, int cgroup_fd, char *err, size_t n);
-/* Detach program id from cgroup_fd (BPF_PROG_DETACH of a descriptor got by its id): 0, or -1
- * with errno. */
-int cg_prog_detach(unsigned id, int cgroup_fd);
 /* The sock_ops programs attached to cgroup_fd itself: ids into ids[max]; the count, or -1. */
 int cg_query(int cgroup_fd, unsigned *ids, int max);
 /* The name of program id ("" when it is gone): 0, or -1 with errno. */
 int cg_prog_name(unsigned id, char *name, size_t n);
 /* The id of the program prog_fd, or 0. */
 unsigned cg_prog_id(int prog_fd);
-/* cg_prog_attach and cg_prog_detach for attach type (ST_BPF_CGROUP_SETSOCKOPT, ...), by the
- * program's descriptor: 0, or -1 with errno (and err). */
+/* Attach prog_fd to cgroup_fd at attach type (ST_BPF_CGROUP_SOCK_OPS,
+ * ST_BPF_CGROUP_SETSOCKOPT) with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI (it stays until
+ * detached, beside other programs attached with the flag); detach it: 0, or -1 with errno
+ * (and err). */
 int cg_attach_type(int prog_fd, int cgroup_fd, int type, char *err, size_t n);
 int cg_detach_type(int prog_fd, int cgroup_fd, int type);
 /* A map (BPF_MAP_CREATE; btf_fd >= 0: its key and value are the BTF's type 1, as

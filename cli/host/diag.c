@@ -39,7 +39,7 @@ struct diag_msg {
 };
 enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, INET_DIAG_INFO_ = 2,
        INET_DIAG_SKMEMINFO_ = 7, INET_DIAG_CGROUP_ID_ = 21, INET_DIAG_REQ_BYTECODE_ = 1,
-       INET_DIAG_BC_JMP_ = 1, INET_DIAG_BC_S_EQ_ = 11 };
+       INET_DIAG_BC_JMP_ = 1, INET_DIAG_BC_S_EQ_ = 11, INET_DIAG_BC_CGROUP_COND_ = 13 };
 /* One instruction of the kernel's filter (inet_diag_bc_op): on a match go yes bytes on, else
  * no bytes (JMP: always no); a socket is reported when the run ends exactly at the program's
  * end, dropped when it jumps 4 bytes past it.  S_EQ takes two: the second's `no` is the
@@ -183,42 +183,49 @@ static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
 	return 1;
 }
 
-/* One family's dump: request, then the datagrams of the answer until DONE.  With ports, the
- * kernel reports only sockets whose local port is one of them (an "or" of S_EQ tests): it
- * still walks the table, but builds no answer for the others. */
+/* The kernel's filter (inet_diag bytecode) as an "or" of n tests, each [test yes, no: the
+ * next test][its operand][JMP to the end]; the last one's no goes 4 past the end (dropped),
+ * its yes to the end (reported).  A port test (S_EQ) takes its operand in the op's no, a
+ * cgroup test (CGROUP_COND, Linux 5.10) a u64 after it.  Its length in bytes. */
+#define DIAG_BC_MAX (16 * DIAG_MAX_CGROUPS)
+static int or_of(unsigned char *bc, int n, const unsigned *ports, const unsigned long long *ids)
+{
+	int step = ports ? 12 : 16, len = step * n - 4;
+	for (int k = 0, at = 0; k < n; k++, at += step) {
+		struct diag_bc_op test = {ports ? INET_DIAG_BC_S_EQ_ : INET_DIAG_BC_CGROUP_COND_,
+		                          (uint8_t)(step - 4), (uint16_t)step};
+		memcpy(bc + at, &test, sizeof test);
+		if (ports) {
+			struct diag_bc_op port = {0, 0, (uint16_t)ports[k]};
+			memcpy(bc + at + 4, &port, sizeof port);
+		} else {
+			memcpy(bc + at + 4, &ids[k], sizeof ids[k]);
+		}
+		if (k < n - 1) {
+			struct diag_bc_op jmp = {INET_DIAG_BC_JMP_, 4, (uint16_t)(len - (at + step - 4))};
+			memcpy(bc + at + step - 4, &jmp, sizeof jmp);
+		}
+	}
+	return n > 0 ? len : 0;
+}
+
+/* One family's dump: request (with bc[bclen], the kernel's filter: it still walks the table,
+ * but builds no answer for the others), then the datagrams of the answer until DONE. */
 static int dump_family(int nl, int family, unsigned states, int with_info,
-                       const unsigned *ports, int nports, diag_cb cb, void *ctx)
+                       const unsigned char *bc, int bclen, diag_cb cb, void *ctx)
 {
 	static unsigned seq;
 	struct {
 		struct nl_hdr h;
 		struct diag_req r;
 		struct nl_attr a;
-		struct diag_bc_op bc[3 * DIAG_MAX_PORTS];
+		unsigned char bc[DIAG_BC_MAX];
 	} req;
 	memset(&req, 0, sizeof req);
-	if (nports > DIAG_MAX_PORTS)
-		return -EINVAL;
 	req.h.len = offsetof(__typeof__(req), a);
-	if (nports > 0) {
-		/* port k: [S_EQ yes 8, no past the jump][port][JMP to the end]; the last one's no
-		 * goes 4 past the end (dropped), its yes to the end (reported) */
-		int len = 12 * nports - 4, at = 0;
-		for (int k = 0; k < nports; k++) {
-			struct diag_bc_op *op = &req.bc[at / 4];
-			int last = k == nports - 1;
-			op[0].code = INET_DIAG_BC_S_EQ_;
-			op[0].yes = 8;
-			op[0].no = 12; /* the next test; after the last, 4 past the end */
-			op[1].no = (uint16_t)ports[k];
-			if (!last) {
-				op[2].code = INET_DIAG_BC_JMP_;
-				op[2].yes = 4;
-				op[2].no = (uint16_t)(len - (at + 8)); /* (from the jump to the end) */
-			}
-			at += 12;
-		}
-		req.a.len = (uint16_t)(sizeof req.a + (size_t)len);
+	if (bclen > 0) {
+		memcpy(req.bc, bc, (size_t)bclen);
+		req.a.len = (uint16_t)(sizeof req.a + (size_t)bclen);
 		req.a.type = INET_DIAG_REQ_BYTECODE_;
 		req.h.len += req.a.len;
 	}
@@ -277,14 +284,32 @@ static int dump_family(int nl, int family, unsigned states, int with_info,
 	return -EOVERFLOW;
 }
 
+static int dump_both(int nl, unsigned states, int with_info, const unsigned char *bc, int bclen,
+                     diag_cb cb, void *ctx)
+{
+	int a = dump_family(nl, AF_INET, states, with_info, bc, bclen, cb, ctx);
+	if (a < 0)
+		return a;
+	int b = dump_family(nl, AF_INET6, states, with_info, bc, bclen, cb, ctx);
+	return b < 0 ? b : a + b;
+}
+
 int diag_dump_ports(int nl, unsigned states, int with_info, const unsigned *ports, int nports,
                     diag_cb cb, void *ctx)
 {
-	int a = dump_family(nl, AF_INET, states, with_info, ports, nports, cb, ctx);
-	if (a < 0)
-		return a;
-	int b = dump_family(nl, AF_INET6, states, with_info, ports, nports, cb, ctx);
-	return b < 0 ? b : a + b;
+	unsigned char bc[DIAG_BC_MAX];
+	if (nports > DIAG_MAX_PORTS)
+		return -EINVAL;
+	return dump_both(nl, states, with_info, bc, or_of(bc, nports, ports, NULL), cb, ctx);
+}
+
+int diag_dump_cgroups(int nl, unsigned states, int with_info, const unsigned long long *ids,
+                      int nids, diag_cb cb, void *ctx)
+{
+	unsigned char bc[DIAG_BC_MAX];
+	if (nids < 1 || nids > DIAG_MAX_CGROUPS)
+		return -EINVAL;
+	return dump_both(nl, states, with_info, bc, or_of(bc, nids, NULL, ids), cb, ctx);
 }
 
 int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx)

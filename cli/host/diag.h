@@ -65,6 +65,11 @@ int diag_dump(int nl, unsigned states, int with_info, diag_cb cb, void *ctx);
 #define DIAG_MAX_PORTS 32
 int diag_dump_ports(int nl, unsigned states, int with_info, const unsigned *ports, int nports,
                     diag_cb cb, void *ctx);
+/* The same, only the sockets made in one of the cgroups ids (v2 ids: the directories'
+ * inodes; at most DIAG_MAX_CGROUPS), filtered by the kernel (Linux 5.10; before it -EINVAL) */
+#define DIAG_MAX_CGROUPS 64
+int diag_dump_cgroups(int nl, unsigned states, int with_info, const unsigned long long *ids,
+                      int nids, diag_cb cb, void *ctx);
 /* Dumps whose answer the kernel flagged NLM_F_DUMP_INTR (sockets came and went meanwhile) */
 extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */

@@ -37,6 +37,8 @@ struct svc_pids {
 };
 int svc_pids_add(struct svc_pids *p, int pid); /* 1 added, 0 there already, -1 no memory */
 int svc_pids_has(const struct svc_pids *p, int pid);
+/* p's pids as a line's words ("12 13 14"), " ..." at the end when out[n] holds not all. */
+void svc_pids_text(const struct svc_pids *p, char *out, size_t n);
 
 /* pid's children (from /proc/PID/task/TID/children), and all its descendants (theirs too,
  * pid itself with with_self; nothing when pid is in out already), added to out.  No cap. */

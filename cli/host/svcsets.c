@@ -65,6 +65,16 @@ int svc_pids_has(const struct svc_pids *p, int pid)
 	return 0;
 }
 
+void svc_pids_text(const struct svc_pids *p, char *out, size_t n)
+{
+	size_t len = 0, k = 0;
+	out[0] = '\0';
+	for (; k < p->n && len + 16 < n; k++)
+		len += (size_t)snprintf(out + len, n - len, "%s%d", k ? " " : "", p->v[k]);
+	if (k < p->n && len + 4 < n)
+		snprintf(out + len, n - len, " ...");
+}
+
 int svc_pids_add(struct svc_pids *p, int pid)
 {
 	if (svc_pids_has(p, pid))
