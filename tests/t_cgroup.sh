@@ -202,14 +202,7 @@ fi
 # ---- a client in the cgroup: its outgoing connection reads cwnd 40; the server it reaches,
 # outside the cgroup, keeps 10
 ts_start cli -- -4 -m hold -n 1 -t 10
-cat >"$TMP/cwnd.py" <<'EOF'
-import socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-print("cwnd=%d" % struct.unpack_from("I", info, 80)[0])
-print("cgroup=%s" % open("/proc/self/cgroup").read().split("0::")[-1].strip())
-EOF
-"$CLI" --cgroup --client --initcwnd 40 -- $PY "$TMP/cwnd.py" "$SRV_PORT" >"$TMP/cli.py.out" 2>"$TMP/cli.py.err"
+"$CLI" --cgroup --client --initcwnd 40 -- $PY "$ROOT/tests/py/cwndclient.py" "$SRV_PORT" >"$TMP/cli.py.out" 2>"$TMP/cli.py.err"
 rc=$?
 wait_server
 check cgroup_client_outgoing_cwnd "status $rc, client: $(tr '\n' ' ' <"$TMP/cli.py.out") (want cwnd=40 in socktune-PID), server outside: $(ts_val cli CONN cwnd) (want 10): $(head -c 300 "$TMP/cli.py.err")" \

@@ -10,14 +10,6 @@
 
 cg_test_dir cgroup_paths
 
-# a client in the cgroup: its outgoing connection's cwnd and its own cgroup
-cat >"$TMP/cwnd.py" <<'EOF'
-import socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-print("cwnd=%d" % struct.unpack_from("I", info, 80)[0])
-print("cgroup=%s" % open("/proc/self/cgroup").read().split("0::")[-1].strip())
-EOF
 # tuned NAME WANT_CGROUP ARGS...: socktune --cgroup --client --initcwnd 40 ARGS -- the client,
 # against a tserver outside; PASS when it ran in WANT_CGROUP (as /proc/self/cgroup writes it)
 # with cwnd 40
@@ -25,7 +17,7 @@ tuned() {
 	_n=$1 _want=$2
 	shift 2
 	ts_start "$_n.srv" -- -4 -m hold -n 1 -t 10
-	"$CLI" --cgroup --client --initcwnd 40 "$@" -- $PY "$TMP/cwnd.py" "$SRV_PORT" \
+	"$CLI" --cgroup --client --initcwnd 40 "$@" -- $PY "$ROOT/tests/py/cwndclient.py" "$SRV_PORT" \
 		>"$TMP/$_n.out" 2>"$TMP/$_n.err"
 	_rc=$?
 	[ $_rc = 0 ] || "$BIN/kaclient" burst -n 1 -T 2 127.0.0.1 "$SRV_PORT" >/dev/null 2>&1
