@@ -76,8 +76,9 @@ if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46,
 		busywait 5000 sh -c "! ss -Htn state established '( sport = :$MQ )' | grep -q ."
 		timeout 20 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 100000 >"$TMP/pub.client" 2>&1 &
 		cl=$!
-		# (its connection made and exchanging: a loaded machine starts the client late)
-		busywait 5000 sh -c "ss -Htn state established '( sport = :$MQ )' | grep -q ."
+		# (its connection made and accepted, the server holding it, ino not 0: a loaded
+		# machine starts the client late, and the server may not have accepted it yet)
+		busywait 5000 sh -c "ss -Htne state established '( sport = :$MQ )' | grep -q 'ino:[1-9]'"
 		sleep 0.3
 		"$CLI" attach --nodelay --connections "$srv" >"$TMP/pub.attach" 2>"$TMP/pub.err"
 		kill "$cl" 2>/dev/null
