@@ -34,6 +34,7 @@
 #include "socktune.h"
 #include "socktune_apply.h"
 #include "attach.h"
+#include "grow.h"
 
 #define RESET_WINDOW_NS (1000 * 1000 * 1000LL) /* the whole look, at most */
 #define RESET_STEP_NS (50 * 1000 * 1000LL)     /* between two looks */
@@ -112,14 +113,8 @@ void attach_reset_add(struct attach_state *t, const struct svc_sock *s, int pid,
 	if (!t->resets && !(t->resets = calloc(1, sizeof *t->resets)))
 		return;
 	struct attach_resets *rs = t->resets;
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? 2 * rs->cap : 8;
-		struct reset_listener *v = realloc(rs->l, cap * sizeof *v);
-		if (!v)
-			return;
-		rs->l = v;
-		rs->cap = cap;
-	}
+	if (grow(&rs->l, &rs->cap, rs->n, sizeof *rs->l, 8) != 0)
+		return;
 	snprintf(l.addr, sizeof l.addr, "%s", r->addr);
 	rs->l[rs->n++] = l;
 }

@@ -15,6 +15,7 @@
 
 #include "cgroup.h"
 #include "diag.h"
+#include "grow.h"
 
 struct found {
 	unsigned long long ino, cgroup_id;
@@ -30,14 +31,8 @@ struct dump {
 static void take(const struct diag_sock *s, void *ctx)
 {
 	struct dump *d = ctx;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? 2 * d->cap : 256;
-		struct found *v = realloc(d->v, cap * sizeof *v);
-		if (!v)
-			return;
-		d->v = v;
-		d->cap = cap;
-	}
+	if (grow(&d->v, &d->cap, d->n, sizeof *d->v, 256) != 0)
+		return;
 	d->v[d->n++] = (struct found){.ino = s->inode, .cgroup_id = s->cgroup_id, .sport = s->sport,
 	                              .listener = s->state == TS_LISTEN};
 }

@@ -16,6 +16,7 @@
 #include "bpf_abi.h"
 #include "bpfhost.h"
 #include "owned.h"
+#include "grow.h"
 
 #define RECORD_HEAD "socktune-cgroup-record 1\n"
 
@@ -29,13 +30,19 @@ static void default_dir(char *out, size_t n)
 		snprintf(out, n, "%s/socktune", xdg);
 }
 
-int own_dir(char *out, size_t n, char *err, size_t en)
+/* The directory records are written to: $RUNTIME_DIRECTORY's first, else the default. */
+static void write_dir(char *out, size_t n)
 {
 	const char *rt = getenv("RUNTIME_DIRECTORY");
 	if (rt && rt[0] == '/')
 		snprintf(out, n, "%.*s", (int)strcspn(rt, ":"), rt); /* (its first, when it lists several) */
 	else
 		default_dir(out, n);
+}
+
+int own_dir(char *out, size_t n, char *err, size_t en)
+{
+	write_dir(out, n);
 	if (mkdir(out, 0700) != 0 && errno != EEXIST) {
 		snprintf(err, en, "%s: mkdir: %s", out, strerror(errno));
 		return -1;
@@ -236,7 +243,7 @@ static int read_one(int dfd, const char *dir, const char *name, struct own_rec *
 
 /* The records in dir appended to *out (n of them, cap room): the new n.  A temporary file a
  * writer killed mid-write left (".NAME.PID", its pid gone) is removed. */
-static int read_dir(const char *dir, struct own_rec **out, int n, int *cap)
+static int read_dir(const char *dir, struct own_rec **out, int n, size_t *cap)
 {
 	DIR *d = dir_ok(dir) ? opendir(dir) : NULL;
 	if (!d)
@@ -254,12 +261,8 @@ static int read_dir(const char *dir, struct own_rec **out, int n, int *cap)
 		}
 		if (strncmp(e->d_name, "cg-", 3) != 0 || l < 8 || strcmp(e->d_name + l - 4, ".rec") != 0)
 			continue;
-		if (n == *cap) {
-			struct own_rec *v = realloc(*out, (size_t)(*cap = *cap ? 2 * *cap : 8) * sizeof *v);
-			if (!v)
-				break;
-			*out = v;
-		}
+		if (grow(out, cap, (size_t)n, sizeof **out, 8) != 0)
+			break;
 		if (read_one(dirfd(d), dir, e->d_name, &(*out)[n]) == 0)
 			n++;
 	}
@@ -269,11 +272,12 @@ static int read_dir(const char *dir, struct own_rec **out, int n, int *cap)
 
 int own_read_all(struct own_rec **out)
 {
-	char dir[4096], def[4096], err[300];
-	int n = 0, cap = 0;
+	char dir[4096], def[4096];
+	int n = 0;
+	size_t cap = 0;
 	*out = NULL;
-	if (own_dir(dir, sizeof dir, err, sizeof err) == 0)
-		n = read_dir(dir, out, n, &cap);
+	write_dir(dir, sizeof dir); /* (read, not made: a reader such as doctor leaves no trace) */
+	n = read_dir(dir, out, n, &cap);
 	default_dir(def, sizeof def); /* (also read where a run without RUNTIME_DIRECTORY writes) */
 	if (strcmp(def, dir) != 0)
 		n = read_dir(def, out, n, &cap);
