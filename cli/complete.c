@@ -33,7 +33,8 @@ static const struct sub {
 	{"doctor", 0, NULL, (const char *const[]){"--seconds SECONDS", "--json", "--help", NULL}},
 	{"watch", 0, NULL, (const char *const[]){"--listen ADDR:PORT", "--textfile PATH",
 	                                         "--every SECONDS", "--interval SECONDS",
-	                                         "--window SECONDS", "--apply", "--journal PATH",
+	                                         "--window SECONDS", "--apply",
+	                                         "--apply-netns NETNS\tall", "--journal PATH",
 	                                         "--seconds SECONDS", "--help", NULL}},
 	{"revert", 0, NULL, (const char *const[]){"--journal PATH", "--help", NULL}},
 };

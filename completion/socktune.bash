@@ -34,6 +34,8 @@ _socktune()
 		[[ $line == *' '* ]] && { takes[$w]=1; values[$w]=; }
 		[[ $line == *$'\t'* ]] && values[$w]=${line#*$'\t'}
 		[[ $line == *' '* ]] && { local a=${line#* }; a=${a%%$'\t'*}; [[ $a == PATH || $a == FILE ]] && values[$w]=@files; }
+		# a network namespace: its names (all) or a file (/run/netns/NAME, /proc/PID/ns/net)
+		[[ $line == *' NETNS'* ]] && values[$w]="${values[$w]} @files"
 	done
 
 	# --opt=value: bash splits the word at '=' (COMP_WORDBREAKS)
@@ -69,9 +71,11 @@ _socktune()
 	fi
 
 	if [[ -n ${takes[$prev]-} ]] && { ((expect_value)) || [[ ${COMP_WORDS[COMP_CWORD - 1]} == = ]]; }; then
-		if [[ ${values[$prev]} == @files ]]; then
+		if [[ ${values[$prev]} == *@files ]]; then
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))
+			w=${values[$prev]%@files}
+			[[ -n ${w// /} ]] && COMPREPLY+=($(compgen -W "$w" -- "$cur"))
 		elif [[ -n ${values[$prev]} ]]; then
 			COMPREPLY=($(compgen -W "${values[$prev]}" -- "$cur"))
 		fi

@@ -20,6 +20,7 @@
 #define WATCH_MAX_LISTENERS 4096 /* listeners (address and port in a namespace) followed */
 #define WATCH_MAX_TARGETS 64
 #define WATCH_INODES 8           /* sockets of one listener remembered (SO_REUSEPORT) */
+#define WATCH_APPLY_NETNS 16     /* --apply-netns PATH given */
 
 struct watch_args {
 	const char *listen;   /* --listen ADDR:PORT (NULL: none) */
@@ -30,6 +31,10 @@ struct watch_args {
 	double window;        /* --window SECONDS: the findings' window */
 	int apply;            /* --apply: the socket-option cures applied, journalled */
 	const char *journal;  /* --journal PATH (NULL: journal.h's default) */
+	/* --apply-netns: the network namespaces --apply may change besides watch's own and the
+	 * targets' (their inodes, from the files named), or all of the node's */
+	unsigned long long apply_netns[WATCH_APPLY_NETNS];
+	int napply_netns, apply_netns_all;
 	const char *targets[WATCH_MAX_TARGETS];
 	int ntargets;
 };
@@ -145,17 +150,25 @@ const struct watch_conn *watch_conns(int *n);
 /* ---- watchapply.c: --apply ---- */
 
 #define WATCH_MAX_APPLIED 256
-struct watch_applied {  /* a value watch set on a listener, checked on every window after */
+struct watch_applied {  /* one socket of a listener that --apply changed, or tried to, or may
+                         * not change: checked on every window after, forgotten with it */
 	int used;
 	unsigned long long ns_ino;
 	int family;
 	unsigned char addr[16];
 	unsigned port;
 	int what;               /* SC_NODELAY, SC_BACKLOG (cli.h) */
-	int pid, fd;
+	int pid, fd;            /* its holder (pid 0: none found) */
 	unsigned long long inode;
 	int set;                /* the value set (-1: nothing changed, none to watch) */
 	int backed_off;         /* the socket has another value now: never applied again */
+	int out_of_scope;       /* in a namespace outside --apply's scope: said, not applied */
+	/* nodelay: the listener's connections when it was applied (sorted inodes), so that
+	 * those accepted after it are known; whether they were found reset (said once) */
+	unsigned long long *older;
+	int nolder;
+	int reset_said;
+	unsigned long long judged; /* the connection sample judged last (w->conn_samples) */
 };
 
 enum { WATCH_SCRAPE, WATCH_FILE };
@@ -191,15 +204,22 @@ struct watch {
 	char journal_path[4096];
 	struct watch_applied applied[WATCH_MAX_APPLIED];
 	unsigned long long applied_changes, backoffs; /* for the metrics */
+	int applied_full_said;
+	/* --apply's scope: watch's own namespace, the PID targets' and --apply-netns's (a
+	 * process of a PID or cgroup target puts its own in too, when its socket is changed) */
+	unsigned long long apply_scope[1 + WATCH_MAX_TARGETS + WATCH_APPLY_NETNS];
+	int napply_scope;
 };
 
 /* watchapply.c: the journal opened (its refusal said); 0, or -1 */
 int watch_apply_open(struct watch *w);
-/* The cure of finding f on listener l applied, when it is a socket option's and was not
- * applied to that listener before (nor backed off from) */
+/* The cure of finding f on listener l applied, when it is a socket option's, to each socket
+ * of l (an SO_REUSEPORT group's every one) that it was not applied to before (nor backed off
+ * from), when l's namespace is in --apply's scope (else said, once) */
 void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_listener *l);
 /* Each value watch set read back: one that differs now was set by someone else, and watch
- * backs off (said once) */
+ * backs off (said once); a socket gone is forgotten (a restart's new one gets its cure); a
+ * NODELAY listener's connections accepted since, read: found reset by the app, said once */
 void watch_apply_check(struct watch *w);
 
 /* watchfind.c: at a window's start (the namespaces' counters), and at its end: the rules,

@@ -1,8 +1,15 @@
 /* socktune watch's command line and --help.  The parser returns a status and never exits;
- * nothing is opened here (the address of --listen is bound by watch_main). */
+ * nothing is bound here (the address of --listen is bound by watch_main); an --apply-netns
+ * file is opened only to ask the kernel what it is. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #include "watch.h"
 
@@ -44,9 +51,18 @@ void watch_help(FILE *f)
 	           "live through a pidfd_getfd copy: accept-queue-overflow listens again with "
 	           "backlog 4096 (cut to the namespace's somaxconn), nagle-delayed-ack sets "
 	           "TCP_NODELAY on the listener and its connections; each change read back, said "
-	           "on stderr and written to the journal first.  Someone setting the option "
-	           "otherwise afterwards makes watch back off from it (said once).  Without "
-	           "--apply watch changes nothing", NULL);
+	           "on stderr and written to the journal first; every socket of an SO_REUSEPORT "
+	           "group, and a restarted server's new socket when the finding comes back.  "
+	           "Someone setting the option otherwise afterwards makes watch back off from "
+	           "that socket (said once); an application that sets TCP_NODELAY 0 on each "
+	           "connection it accepts is said once, with the cures that hold.  Only in watch's "
+	           "own network namespace and its targets' (a PID's, a CGROUP process's; a :PORT "
+	           "is watch's own namespace's): a finding elsewhere is reported, and said not "
+	           "applied.  Without --apply watch changes nothing", NULL);
+	help_entry(f, "--apply-netns all|PATH",
+	           "with --apply, the network namespace of PATH (/run/netns/NAME, "
+	           "/proc/PID/ns/net) is in its scope too; all: every namespace of the node.  "
+	           "Repeatable", NULL);
 	help_entry(f, "--journal PATH",
 	           "with --apply, the journal of every change (one JSON line each, appended, "
 	           "fsync'd; socktune revert undoes them); default $STATE_DIRECTORY/journal.jsonl, "
@@ -60,6 +76,31 @@ void watch_help(FILE *f)
 	           "address cannot be bound; 1 when --textfile cannot be written at the first try\n"
 	           "or --apply's journal cannot be opened (refused);\n"
 	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.\n");
+}
+
+/* The inode of the network namespace file path (/run/netns/NAME, /proc/PID/ns/net): 0, or
+ * -1 with why in err */
+static int netns_file(const char *path, unsigned long long *ino, char *err, size_t n)
+{
+	/* NS_GET_NSTYPE (linux/nsfs.h, Linux 4.11): what kind of namespace the file is */
+	const unsigned long ns_get_nstype = 0xb703;
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		snprintf(err, n, "%s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int type = ioctl(fd, ns_get_nstype);
+	close(fd);
+	if (type != CLONE_NEWNET) {
+		snprintf(err, n, "not a network namespace (a file such as /run/netns/NAME or "
+		         "/proc/PID/ns/net)");
+		return -1;
+	}
+	*ino = (unsigned long long)sb.st_ino;
+	return 0;
 }
 
 /* A number of seconds in [lo, hi] */
@@ -93,6 +134,21 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			i++;
 		} else if (strcmp(o, "--apply") == 0) {
 			a->apply = 1;
+		} else if (strcmp(o, "--apply-netns") == 0) {
+			char err[200];
+			if (!v || !*v)
+				return usage_error(msg, "watch --apply-netns: %s", v ? "an empty value"
+				                   : "missing all or PATH (/run/netns/NAME, /proc/PID/ns/net)");
+			if (strcmp(v, "all") == 0) {
+				a->apply_netns_all = 1;
+			} else if (a->napply_netns == WATCH_APPLY_NETNS) {
+				return usage_error(msg, "watch --apply-netns: at most %d", WATCH_APPLY_NETNS);
+			} else if (netns_file(v, &a->apply_netns[a->napply_netns], err, sizeof err) != 0) {
+				return usage_error(msg, "watch --apply-netns %s: %s", v, err);
+			} else {
+				a->napply_netns++;
+			}
+			i++;
 		} else if (strcmp(o, "--journal") == 0) {
 			if (!v || !*v)
 				return usage_error(msg, "watch --journal: %s", v ? "an empty value"
@@ -117,7 +173,8 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			i++;
 		} else if (o[0] == '-' && o[1]) {
 			return usage_error(msg, "watch: unknown option %s (--listen ADDR:PORT, --textfile "
-			                   "PATH, --every, --interval, --window, --apply, --journal PATH, --seconds)", o);
+			                   "PATH, --every, --interval, --window, --apply, --apply-netns, --journal PATH, "
+			                   "--seconds)", o);
 		} else if (a->ntargets == WATCH_MAX_TARGETS) {
 			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
 		} else if (o[0] == '/') {
@@ -131,6 +188,9 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			a->targets[a->ntargets++] = o;
 		}
 	}
+	if ((a->napply_netns || a->apply_netns_all) && !a->apply)
+		return usage_error(msg, "watch --apply-netns: widens what --apply may change; without "
+		                   "--apply watch changes nothing");
 	if (a->journal && !a->apply)
 		return usage_error(msg, "watch --journal: journals what --apply changes; without "
 		                   "--apply watch changes nothing");
