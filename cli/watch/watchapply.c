@@ -128,6 +128,7 @@ static struct watch_applied *entry_new(struct watch *w, const struct watch_liste
 		a->port = l->port;
 		a->inode = ino;
 		a->set = -1;
+		a->nolder = -1; /* (its connections not judged) */
 		return a;
 	}
 	if (!w->applied_full_said++)
@@ -356,8 +357,7 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 		memset(&hs, 0, sizeof hs);
 		holders_scan(&hs, NULL, 0);
 	}
-	int v = what == SC_BACKLOG ? DOC_BACKLOG_CURE : 1, applied = 0;
-	const struct holder *lh = NULL; /* (a listener's holder: its connections' too) */
+	int v = what == SC_BACKLOG ? DOC_BACKLOG_CURE : 1, applied = 0, found = 0, orphans = 0;
 	for (int k = 0; k < l->ninodes; k++) {
 		unsigned long long ino = l->inodes[k];
 		if (entry_of(w, what, ino))
@@ -366,11 +366,11 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 		struct watch_applied *a = entry_new(w, l, what, ino);
 		if (!a)
 			break;
-		if (!h) {
-			fprintf(stderr, "socktune: watch --apply: %s %s: no process holding its socket "
-			        "(inode %llu) found: not applied\n", f->kind, addr, ino);
+		if (!h) { /* (a socket closed since the listener's sample, or held out of sight) */
+			orphans++;
 			continue;
 		}
+		found++;
 		a->pid = h->pid;
 		a->fd = h->fd;
 		if (!in_scope(w, l->ns_ino, h->pid)) {
@@ -380,13 +380,14 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 		}
 		if (change(w, f, l, h->pid, h->fd, h->ino, what, v, addr, NULL) >= 0) {
 			a->set = sockcopy_read(h->pid, h->fd, h->ino, what);
-			applied++;
-			if (what == SC_NODELAY && !lh) {
-				lh = h;
+			if (what == SC_NODELAY && !applied) /* (one socket judges the listener's) */
 				remember_older(w, l, a);
-			}
+			applied++;
 		}
 	}
+	if (orphans && !found)
+		fprintf(stderr, "socktune: watch --apply: %s %s: no process holding it found (another "
+		        "pid namespace, or not visible to this user): not applied\n", f->kind, addr);
 	if (what == SC_NODELAY && applied) { /* and the connections it has now */
 		int n;
 		const struct watch_conn *c = watch_conns(&n);
