@@ -7,6 +7,7 @@
 #   the backlog in the namespace stays 5, the journal has no change;
 # - --apply-netns /run/netns/NAME names it: the backlog reads 4096 there, journalled;
 # - --apply-netns all: the same, after the server was started again;
+# - the server's PID as the target: its namespace is named, the backlog reads 4096;
 # - node-wide (no target) from a namespace of its own: the server's is not watch's, and
 #   nothing is changed there;
 # - --apply-netns refuses a file that is not a network namespace, and needs --apply.
@@ -126,6 +127,17 @@ busywait 15000 sh -c "[ \"\$(ss -N '$NSB' -Hltn 'sport = :$P' | awk '{ print \$3
 check watch_apply_netns_all "backlog $(backlog_of) (want $WANT), applies $(applies "$TMP/all.jsonl") (1); \
 $(grep -v 'event=finding' "$TMP/all.err" | head -c 800)" \
 	"$(backlog_of)" = "$WANT" -a "$(applies "$TMP/all.jsonl")" = 1
+watch_end
+
+# ---- a PID target: its namespace is named ----
+stop
+start
+watch_run pid "$S"
+burst
+busywait 15000 sh -c "[ \"\$(ss -N '$NSB' -Hltn 'sport = :$P' | awk '{ print \$3; exit }')\" = $WANT ]"
+check watch_apply_netns_pid_target "backlog $(backlog_of) (want $WANT), applies $(applies "$TMP/pid.jsonl") (1); \
+$(grep -v 'event=finding' "$TMP/pid.err" | head -c 800)" \
+	"$(backlog_of)" = "$WANT" -a "$(applies "$TMP/pid.jsonl")" = 1
 watch_end
 
 # ---- node-wide, from a namespace of its own: the server's is not watch's ----
