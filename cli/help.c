@@ -53,7 +53,12 @@ void help_policy(FILE *f, int (*takes)(int id))
 		snprintf(head, sizeof head, "--%s%s%s", v->option, v->arg[0] ? " " : "", v->arg);
 		/* the capability comes from the table's needs, the one text the fixes name too */
 		const char *needs = st_is_sockopt(i) ? st_sockopts[i].needs : NULL;
-		snprintf(text, sizeof text, "%s%s%s%s", v->help, needs ? " (needs " : "",
+		/* a duration's range, as validation words it (the kernel's own for the
+		 * microsecond options: less is refused before anything runs) */
+		char range[64] = "";
+		if (v->type == ST_T_USEC)
+			snprintf(range, sizeof range, "; range %lldus..%lldus", v->min, v->max);
+		snprintf(text, sizeof text, "%s%s%s%s%s", v->help, range, needs ? " (needs " : "",
 		         needs ? needs : "", needs ? ")" : "");
 		snprintf(tail, sizeof tail, "[%s; default: %s]", v->env, v->dflt);
 		help_entry(f, head, text, tail);

@@ -205,10 +205,20 @@ long long st_us_max(long long hz)
 	return hz > 0 ? hz / 5 * 1000000 / hz : -1;
 }
 
+/* The kernel takes a value that rounds up to 2 jiffies: one jiffy and a microsecond. */
 void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n)
 {
-	snprintf(out, n, "rounded up to a jiffy: %lld us (HZ=%lld), range %lld..%lld us", jiffy_us,
-	         hz, st_us_min(hz), st_us_max(hz));
+	long long least = jiffy_us + 1;
+	int k = snprintf(out, n, "rounded up to a jiffy: %lld us (HZ=%lld), takes %lld..%lld us "
+	                 "(%lld keeps %lld)", jiffy_us, hz, least, st_us_max(hz), least, st_us_min(hz));
+	if (k < 0 || (size_t)k >= n)
+		return;
+	/* socktune's floor is HZ=250's (ST_US_OPT_MIN): said where this kernel differs */
+	if (least < ST_US_OPT_MIN)
+		snprintf(out + k, n - (size_t)k, "; socktune takes %d and up", ST_US_OPT_MIN);
+	else if (least > ST_US_OPT_MIN)
+		snprintf(out + k, n - (size_t)k, "; %d..%lld, which socktune takes, are refused here",
+		         ST_US_OPT_MIN, least - 1);
 }
 
 /* ---- routes, in the words of ip-route(8) ---- */

@@ -46,6 +46,17 @@ enum st_type {
  *   OWN      tunes listeners or connections with code of its own (the backlog, quick-ack,
  *            the stats file)
  *   NOSOCK   not a socket setting (logging, scope, modes) */
+
+/* The least TCP_DELACK_MAX_US and TCP_RTO_MIN_US a kernel of HZ=250 takes, both by setsockopt
+ * and as TCP_BPF_DELACK_MAX / TCP_BPF_RTO_MIN from a sock_ops program: it rounds the value
+ * up to jiffies and refuses less than 2 (TCP_TIMEOUT_MIN), so 4000 us (1 jiffy) is EINVAL
+ * and 4001 is kept as 8000 (measured on Linux 6.18, HZ=250).  Validation refuses less, by
+ * name, so that no value the parser takes is dropped by the kernel later; --help, the
+ * manual and check state this number.  (A kernel of HZ=1000 would take 1001, one of HZ=100
+ * only 10001: check says so on such a host.) */
+#define ST_US_OPT_MIN 4001
+#define ST_US_OPT_MAX 200000
+
 #define ST_VARIABLES(X)                                                                          \
 	X(RCVBUF, "RCVBUF", "rcvbuf", ST_T_SIZE, 1, 1073741824, "SIZE", "unset (kernel autotuning)", \
 	  "SO_RCVBUF on listeners, set before listen() so the window scale matches", \
@@ -113,10 +124,10 @@ enum st_type {
 	X(MARK, "MARK", "mark", ST_T_INT, 0, 4294967295LL, "N", "unset",                             \
 	  "SO_MARK: a number on the packets sent, for routing rules and firewalls", \
 	  SOCK(SOL_SOCKET, SO_MARK, ST_O_CLIENT | ST_O_UNSIGNED | ST_O_SOCKOPS, NULL, "CAP_NET_ADMIN or CAP_NET_RAW")) \
-	X(DELACK_MAX, "DELACK_MAX", "delack-max", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
+	X(DELACK_MAX, "DELACK_MAX", "delack-max", ST_T_USEC, ST_US_OPT_MIN, ST_US_OPT_MAX, "DURATION", "unset (200 ms)", \
 	  "TCP_DELACK_MAX_US (Linux 6.15): the longest an ACK is delayed, e.g. 5ms", \
 	  SOCK(IPPROTO_TCP, TCP_DELACK_MAX_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
-	X(RTO_MIN, "RTO_MIN", "rto-min", ST_T_USEC, 1001, 200000, "DURATION", "unset (200 ms)", \
+	X(RTO_MIN, "RTO_MIN", "rto-min", ST_T_USEC, ST_US_OPT_MIN, ST_US_OPT_MAX, "DURATION", "unset (200 ms)", \
 	  "TCP_RTO_MIN_US (Linux 6.15): the least retransmission timeout; also caps delayed ACKs", \
 	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
 	X(MAXSEG, "MAXSEG", "maxseg", ST_T_INT, 88, 32767, "BYTES", "unset (the route's MTU)", \

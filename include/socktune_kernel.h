@@ -94,7 +94,9 @@ long long st_us_rounded(long long us, long long hz);
 long long st_us_min(long long hz);
 long long st_us_max(long long hz);
 
-/* "rounded up to a jiffy: 4000 us (HZ=250), range 8000..200000 us" (check's host lines). */
+/* "rounded up to a jiffy: 4000 us (HZ=250), takes 4001..200000 us (4001 keeps 8000)"
+ * (check's host lines): what the kernel accepts, the least it keeps, and where socktune's
+ * floor (ST_US_OPT_MIN) is not this kernel's least, that too.  200 bytes hold any. */
 void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n);
 
 /* ---- the route attribute quickack 1 (RTAX_QUICKACK, CAP_NET_ADMIN) ----

@@ -158,6 +158,12 @@ void st_accepted(int lfd, int cfd)
 	 * listen(): adopt() leaves the entry as it is). */
 	int adopted_now = kind == ST_FD_UNKNOWN || kind == ST_FD_TCP || kind == ST_FD_ADOPTING;
 	if (adopted_now) {
+		/* a UNIX listener's connection is a UNIX socket: the same bit (no syscall) */
+		if (kind == ST_FD_UNKNOWN && st_fd_other(lfd)) {
+			st_fd_set_other(cfd, 1);
+			return;
+		}
+		st_fd_set_other(cfd, 0); /* (a stale bit of a number closed where no hook saw) */
 		if (st_none_of_ours(e))
 			return;
 		if (!st_fd_fits(lfd))

@@ -85,6 +85,35 @@ int st_fd_cas(int fd, uint64_t *expect, uint64_t v)
 	return 1;
 }
 
+_Atomic uint64_t st_other_bits[ST_OTHER_MAX / 64];
+static _Atomic unsigned others_high; /* one past the highest number ever marked */
+
+void st_fd_set_other(int fd, int other)
+{
+	if (fd < 0 || fd >= ST_OTHER_MAX)
+		return;
+	uint64_t bit = 1ull << (fd % 64);
+	_Atomic uint64_t *w = &st_other_bits[fd / 64];
+	if (!other) {
+		if (atomic_load_explicit(w, memory_order_relaxed) & bit) /* (most never were) */
+			atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+	unsigned high = atomic_load_explicit(&others_high, memory_order_relaxed);
+	while ((unsigned)fd >= high &&
+	       !atomic_compare_exchange_weak_explicit(&others_high, &high, (unsigned)fd + 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+void st_fd_forget_others(unsigned first, unsigned last)
+{
+	unsigned high = atomic_load_explicit(&others_high, memory_order_relaxed);
+	for (unsigned fd = first; fd < high && fd <= last; fd++)
+		st_fd_set_other((int)fd, 0);
+}
+
 int st_fd_fits(int fd)
 {
 	struct st_fdmap *m = fdmap_make();

@@ -35,6 +35,7 @@ void st_duped(int oldfd, int newfd)
 		st_closed((unsigned)newfd, (unsigned)newfd);
 	/* newfd now names oldfd's socket: a listener's copy shares its record (found by the
 	 * socket's inode, so an entry that outlived its socket is not copied) */
+	st_fd_set_other(newfd, st_fd_other(oldfd));
 	if (ST_FD_KIND(e) != ST_FD_LISTENER)
 		st_fd_set(newfd, e);
 	else if (!st_share_listener(newfd, ST_FD_UNKNOWN, st_socket_ino(newfd)))
@@ -56,6 +57,7 @@ int st_closing(unsigned first, unsigned last)
 {
 	struct st_fdmap *m = atomic_load_explicit(&st_fdmap, memory_order_acquire);
 	unsigned high = m ? atomic_load_explicit(&m->high, memory_order_relaxed) : 0;
+	st_fd_forget_others(first, last); /* (in a vfork child too: its parent then asks again) */
 	/* (the log's own number is often past the table's high mark: checked first) */
 	int lfd = atomic_load_explicit(&st_log_fd, memory_order_relaxed);
 	if (lfd >= 0 && (unsigned)lfd >= first && (unsigned)lfd <= last)

@@ -303,15 +303,21 @@ again:
 		errno = saved;
 		return st_real.listen(fd, backlog);
 	}
-	/* A socket of unknown kind is always looked at here (one getsockopt: only TCP sockets
-	 * say IPPROTO_TCP), never assumed not ours: it may have come by a way no hook saw (made
-	 * by a signal handler while init ran, by io_uring, inherited while the scan was cut
-	 * short).  listen() is called once per listener, so this costs nothing that counts; a
-	 * server of UNIX sockets gets no table for it (st_none_of_ours). */
+	/* A socket of unknown kind is looked at here (one getsockopt: only TCP sockets say
+	 * IPPROTO_TCP), never assumed not ours: it may have come by a way no hook saw (made by a
+	 * signal handler while init ran, by io_uring, inherited while the scan was cut short).
+	 * Unless a hook saw it made as a socket the policy never governs (a UNIX or UDP one:
+	 * st_fd_other): then the kernel is not asked what the library knows, and a server of
+	 * UNIX sockets pays no syscall at all, and gets no table (st_none_of_ours). */
 	if (kind == ST_FD_IGNORED || kind == ST_FD_CONN || kind == ST_FD_CLIENT ||
 	    kind == ST_FD_ADOPTING || kind == ST_FD_CLOSING ||
-	    (kind != ST_FD_TCP && !st_is_tcp_proto(fd))) {
-		if (kind == ST_FD_UNKNOWN && !st_none_of_ours(e))
+	    (kind == ST_FD_UNKNOWN && st_fd_other(fd))) {
+		errno = saved;
+		return st_real.listen(fd, backlog);
+	}
+	if (kind != ST_FD_TCP && !st_is_tcp_proto(fd)) {
+		st_fd_set_other(fd, 1); /* (its second listen() asks nothing) */
+		if (!st_none_of_ours(e))
 			st_fd_set(fd, ST_FD_IGNORED);
 		errno = saved;
 		return st_real.listen(fd, backlog);
@@ -395,11 +401,17 @@ static void adopt_found(int fd, const struct stat *st, int listening, void *ctx)
 	if (st_fd_get(fd))
 		return;
 	if (!listening) {
-		if (st_is_tcp_proto(fd) && st_tcp_state(fd) == TCP_CLOSE)
+		if (!st_is_tcp_proto(fd))
+			st_fd_set_other(fd, 1); /* (an inherited UNIX socket: asked once, here) */
+		else if (st_tcp_state(fd) == TCP_CLOSE)
 			st_fd_cas(fd, &e, ST_FD_TCP);
 		return;
 	}
-	if (!st_is_tcp_socket(fd) || !st_fd_fits(fd) || !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
+	if (!st_is_tcp_socket(fd)) {
+		st_fd_set_other(fd, 1);
+		return;
+	}
+	if (!st_fd_fits(fd) || !st_fd_cas(fd, &e, ST_FD_ADOPTING) ||
 	    st_share_listener(fd, ST_FD_ADOPTING, (unsigned long)st->st_ino))
 		return;
 	st_tune_listener(fd, -1, ADOPT_AT_START, &result);

@@ -22,11 +22,14 @@ static void received_fd(int fd)
 	memset(&ti, 0, sizeof ti);
 	if (st_real.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
 		/* not TCP, or an MPTCP socket without TCP_INFO: left for listen() and accept() */
-		if (errno != ENOTSOCK && errno != EBADF && st_is_tcp_proto(fd) && st_is_tcp_socket(fd))
+		int tcp = errno != ENOTSOCK && errno != EBADF && st_is_tcp_proto(fd) && st_is_tcp_socket(fd);
+		if (tcp)
 			atomic_store_explicit(&st_fds_received, 1, memory_order_relaxed);
+		st_fd_set_other(fd, !tcp); /* (what was asked here is not asked again) */
 		st_replace_entry(fd, ST_FD_UNKNOWN); /* a stale entry under its number goes */
 		return;
 	}
+	st_fd_set_other(fd, 0);
 	if (ti.tcpi_state == TCP_LISTEN || ti.tcpi_state == TCP_CLOSE) {
 		/* a listener (a seamless reload hands them over) is adopted at its first accept,
 		 * or is a copy of one tuned here; a socket not listening yet, at its listen() */

@@ -34,7 +34,9 @@ int st_still_tcp(int fd, uint64_t e)
 
 void st_socket_made(int fd, int domain, int type, int protocol)
 {
-	if (st_in_scope(domain, type, protocol))
+	int ours = st_in_scope(domain, type, protocol);
+	st_fd_set_other(fd, !ours); /* (a UNIX socket's listen() and accept() then ask nothing) */
+	if (ours)
 		st_replace_entry(fd, ST_FD_TCP);
 	else if (atomic_load_explicit(&st_fdmap, memory_order_relaxed))
 		st_replace_entry(fd, ST_FD_IGNORED); /* only once a table exists: UDP alone makes none */

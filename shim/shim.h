@@ -103,6 +103,24 @@ int st_each_socket_fd(void (*fn)(int fd, const struct stat *st, int listening, v
                       void *ctx);
 /* Whether fd has a place in the table (made on first use). */
 int st_fd_fits(int fd);
+
+/* Numbers the hooks saw made as sockets the policy never governs (socket(AF_UNIX), UDP,
+ * socketpair(), a UNIX listener's connections), one bit each for the first ST_OTHER_MAX
+ * descriptors, kept in the library's own memory: a process of UNIX sockets makes no table,
+ * and its listen() and accept() must not ask the kernel what the library saw made.  A bit
+ * goes when a hook sees its number closed or replaced; like an entry of the table, it
+ * outlives a close no hook sees (fclose(fdopen()), a raw syscall). */
+#define ST_OTHER_MAX 65536
+extern _Atomic uint64_t st_other_bits[ST_OTHER_MAX / 64];
+static inline int st_fd_other(int fd)
+{
+	return fd >= 0 && fd < ST_OTHER_MAX &&
+	       (atomic_load_explicit(&st_other_bits[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
+}
+/* Mark fd as such a socket (other = 1) or forget it (0). */
+void st_fd_set_other(int fd, int other);
+/* Forget [first, last] (a close, close_range(), closefrom()). */
+void st_fd_forget_others(unsigned first, unsigned last);
 /* Entries another thread holds for a moment (ST_FD_ADOPTING: an adoption at accept(), a
  * listen() tuning; ST_FD_CLOSING: a listener's close), counted from before the entry is
  * taken until it is let go.  A fork() child made meanwhile has no thread to let them go:

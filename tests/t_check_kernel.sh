@@ -45,10 +45,16 @@ yes*)
 		want=$(((5000 + jiffy - 1) / jiffy * jiffy))
 		check host_jiffy_consistent "5000 us read back $back; jiffy $jiffy, HZ $hz predicts $want" \
 			"$back" -eq "$want" -a "$hz" -eq $((1000000 / jiffy))
-		# 2 jiffies .. HZ/5 jiffies (200 ms), in whole jiffies
+		# what rounds up to 2 jiffies (1 jiffy + 1 us) .. HZ/5 jiffies (200 ms); 2 jiffies kept
 		# shellcheck disable=SC2017
-		min=$((2000000 / hz)) max=$((hz / 5 * 1000000 / hz))
-		line="  TCP_DELACK_MAX_US = yes   # Linux >= 6.15; rounded up to a jiffy: $jiffy us (HZ=$hz), range $min..$max us"
+		min=$((2000000 / hz)) max=$((hz / 5 * 1000000 / hz)) least=$((jiffy + 1))
+		line="  TCP_DELACK_MAX_US = yes   # Linux >= 6.15; rounded up to a jiffy: $jiffy us (HZ=$hz), takes $least..$max us ($least keeps $min)"
+		# socktune's floor (HZ=250's 4001), where this kernel's differs
+		if [ $least -lt 4001 ]; then
+			line="$line; socktune takes 4001 and up"
+		elif [ $least -gt 4001 ]; then
+			line="$line; 4001..$((least - 1)), which socktune takes, are refused here"
+		fi
 		got=$(grep '^  TCP_DELACK_MAX_US = ' "$TMP/text")
 		check host_delack_line "got '$got' want '$line'" "$got" = "$line"
 		;;

@@ -52,7 +52,7 @@ check flag_word_program_true "status $rc: $(cat "$TMP/err")" $rc -eq 0 -a ! -s "
 refused range_option "socktune: --backlog -1: out of range (1..2147483647)" "$CMD" --backlog=-1 -- "$PROBE" touch "$TMP/marker"
 refused range_option_sep "--backlog -1: out of range (1..2147483647)" "$CMD" --backlog -1 -- "$PROBE" touch "$TMP/marker"
 refused range_size "--rcvbuf -16M: out of range (1..1073741824 bytes)" "$CMD" --rcvbuf=-16M -- true
-refused range_usec "--delack-max -5ms: out of range (1001us..200000us" "$CMD" --delack-max=-5ms -- true
+refused range_usec "--delack-max -5ms: out of range (4001us..200000us" "$CMD" --delack-max=-5ms -- true
 refused range_env "socktune: SOCKTUNE_BACKLOG=-1: out of range (1..2147483647)" env SOCKTUNE_BACKLOG=-1 "$CMD" -- "$PROBE" touch "$TMP/marker"
 refused range_not_number "--backlog -1x: not a whole number" "$CMD" --backlog=-1x -- true
 ts_serve range_lib 4 1 LD_PRELOAD="$LIB" SOCKTUNE_BACKLOG=-1 -- -4 || true

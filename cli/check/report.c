@@ -224,7 +224,7 @@ static void text_us_option(const char *name, int has, const struct host *h)
 		printf("no (Linux 6.15 has it)\n");
 		return;
 	}
-	char range[120];
+	char range[200];
 	if (h->hz > 0)
 		st_us_range_text(h->jiffy_us, h->hz, range, sizeof range);
 	else

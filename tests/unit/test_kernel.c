@@ -50,10 +50,17 @@ static void test_rounding(void)
 	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
 		if (st_us_min(r[i].hz) != r[i].min || st_us_max(r[i].hz) != r[i].max)
 			CASE_FAIL("HZ=%lld: range %lld..%lld", r[i].hz, st_us_min(r[i].hz), st_us_max(r[i].hz));
-	char text[120];
+	char text[200];
 	st_us_range_text(4000, 250, text, sizeof text);
-	if (strcmp(text, "rounded up to a jiffy: 4000 us (HZ=250), range 8000..200000 us") != 0)
+	if (strcmp(text, "rounded up to a jiffy: 4000 us (HZ=250), takes 4001..200000 us (4001 keeps 8000)") != 0)
 		CASE_FAIL("range text: %s", text);
+	/* another HZ: where socktune's floor (HZ=250's) differs from this kernel's, said */
+	st_us_range_text(1000, 1000, text, sizeof text);
+	if (strcmp(text, "rounded up to a jiffy: 1000 us (HZ=1000), takes 1001..200000 us (1001 keeps 2000); socktune takes 4001 and up") != 0)
+		CASE_FAIL("range text at HZ=1000: %s", text);
+	st_us_range_text(10000, 100, text, sizeof text);
+	if (strcmp(text, "rounded up to a jiffy: 10000 us (HZ=100), takes 10001..200000 us (10001 keeps 20000); 4001..10000, which socktune takes, are refused here") != 0)
+		CASE_FAIL("range text at HZ=100: %s", text);
 	end_group("us_rounding");
 }
 

@@ -411,6 +411,15 @@ static void test_policy_set(void)
 		{ST_V_PORTS, "9-3", BAD, 0},
 		{ST_V_LOG_FILE, "/tmp/x-%p.log", OK, 0},
 		{ST_V_LOG_FILE, "", BAD, 0},
+		/* the kernel's range (HZ=250): 4000 us is 1 jiffy, EINVAL; 4001 is kept as 8000 */
+		{ST_V_DELACK_MAX, "2ms", BAD, 0},
+		{ST_V_DELACK_MAX, "4000us", BAD, 0},
+		{ST_V_DELACK_MAX, "4001us", OK, 4001},
+		{ST_V_DELACK_MAX, "4001", OK, 4001},
+		{ST_V_DELACK_MAX, "200ms", OK, 200000},
+		{ST_V_DELACK_MAX, "200001us", BAD, 0},
+		{ST_V_RTO_MIN, "4ms", BAD, 0},
+		{ST_V_RTO_MIN, "5ms", OK, 5000},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct st_policy p;
