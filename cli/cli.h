@@ -138,6 +138,11 @@ int sockcopy_set(int copy, enum sockcopy_what what, int v);
 int sockcopy_change(int pid, int fd, unsigned long long ino, enum sockcopy_what what, int v,
                     int *before, int *after);
 int sockcopy_read(int pid, int fd, unsigned long long ino, enum sockcopy_what what);
+/* pid's start time (/proc/PID/stat field 22, clock ticks after boot); 0: not readable */
+unsigned long long sockcopy_start_of(int pid);
+/* sockcopy_open, only from the process that started at start (a pid taken by another
+ * process since: -1, errno ESRCH, as one gone) */
+int sockcopy_open_proc(int pid, unsigned long long start, int fd, unsigned long long ino);
 
 struct host_sysctl {
 	const char *name;

@@ -7,6 +7,7 @@
  * appended to, never rewritten. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,6 @@
 #include "journal.h"
 
 #define FIRST_EVENT "journal" /* the event of the first line: this command made the file */
-#define LINE_MAX_LEN 8192
 
 const char *journal_default(char *buf, size_t n)
 {
@@ -106,37 +106,48 @@ static int ours(int fd)
 	return journal_field(line, "event", ev, sizeof ev) && strcmp(ev, FIRST_EVENT) == 0;
 }
 
-int journal_open(const char *path, char *err, size_t n)
+/* The path opened once, every check made on what was opened (fstat, pread), never on the
+ * path before it: a name swapped between a check and the open (a user who owns the
+ * directory can rename files there at any moment) cannot slip another file in.  O_NOFOLLOW
+ * refuses a symlink, O_NONBLOCK keeps a FIFO from stalling the open (cleared once the file
+ * is known to be a regular one), O_NOCTTY a terminal from becoming ours. */
+static int open_checked(const char *path, int how, char *err, size_t n)
 {
-	struct stat sb;
-	int made = 0, fd;
-	if (lstat(path, &sb) == 0) {
-		if (!S_ISREG(sb.st_mode)) {
-			snprintf(err, n, "journal %s: %s: refused (a regular file of its own, or a new "
-			         "path: --journal PATH)", path, kind_of(sb.st_mode));
-			return -1;
-		}
-		fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	} else if (errno == ENOENT) {
-		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
-		          O_NOCTTY | O_CLOEXEC, 0600);
-		made = 1;
-	} else {
-		fd = -1;
+	int made = 0, fd = -1;
+	int flags = (how == JOURNAL_READ ? O_RDONLY : O_RDWR | O_APPEND) | O_NOFOLLOW | O_NONBLOCK |
+	            O_NOCTTY | O_CLOEXEC;
+	if (how == JOURNAL_MAKE) {
+		fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+		made = fd >= 0;
 	}
+	if (fd < 0 && (how != JOURNAL_MAKE || errno == EEXIST))
+		fd = open(path, flags);
 	if (fd < 0) {
-		snprintf(err, n, "journal %s: %s", path, strerror(errno));
+		int e = errno;
+		snprintf(err, n, "journal %s: %s", path, e == ELOOP ? "a symlink: refused (a regular "
+		         "file of its own, or a new path: --journal PATH)" : strerror(e));
+		errno = e;
 		return -1;
 	}
-	/* (what was opened is what lstat saw: a path swapped meanwhile is refused too) */
-	struct stat now;
-	if (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode) ||
-	    (!made && (now.st_ino != sb.st_ino || now.st_dev != sb.st_dev))) {
-		snprintf(err, n, "journal %s: changed while it was opened: refused", path);
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		snprintf(err, n, "journal %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	if (!made && !trusted(&now, path, err, n)) {
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, n, "journal %s: %s: refused (a regular file of its own, or a new "
+		         "path: --journal PATH)", path, kind_of(sb.st_mode));
+		close(fd);
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		snprintf(err, n, "journal %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!made && !trusted(&sb, path, err, n)) {
 		close(fd);
 		return -1;
 	}
@@ -146,7 +157,9 @@ int journal_open(const char *path, char *err, size_t n)
 		close(fd);
 		return -1;
 	}
-	if (made || now.st_size == 0) {
+	if (how == JOURNAL_READ)
+		return fd;
+	if (made || sb.st_size == 0) {
 		struct rec *r = rec_new();
 		rec_str(r, K_VERSION, ST_VERSION);
 		rec_str(r, K_EVENT, FIRST_EVENT);
@@ -161,6 +174,16 @@ int journal_open(const char *path, char *err, size_t n)
 		}
 	}
 	return fd;
+}
+
+int journal_open(const char *path, char *err, size_t n)
+{
+	return open_checked(path, JOURNAL_MAKE, err, n);
+}
+
+int journal_open_existing(const char *path, int how, char *err, size_t n)
+{
+	return open_checked(path, how == JOURNAL_MAKE ? JOURNAL_APPEND : how, err, n);
 }
 
 int journal_append(int fd, const char *command, struct rec *r)
@@ -193,6 +216,22 @@ int journal_append(int fd, const char *command, struct rec *r)
 		free(line);
 		return -1;
 	}
+	/* A file that does not end a line (a write cut by a full disk) gets one ended first, in
+	 * the same write, so this line is never glued onto that one's fields. */
+	struct stat sb;
+	char last = '\n';
+	if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &last, 1, sb.st_size - 1) == 1 &&
+	    last != '\n') {
+		char *nl = malloc(len + 1);
+		if (!nl) {
+			free(line);
+			return -1;
+		}
+		nl[0] = '\n';
+		memcpy(nl + 1, line, len++);
+		free(line);
+		line = nl;
+	}
 	/* one write: a line is whole or absent (O_APPEND: after whatever revert added) */
 	ssize_t w = write(fd, line, len);
 	int err = errno;
@@ -222,85 +261,180 @@ static long long num(const char *line, const char *key, long long dflt)
 	char v[32], *end;
 	if (!journal_field(line, key, v, sizeof v))
 		return dflt;
+	errno = 0;
 	long long x = strtoll(v, &end, 10);
-	return *end || end == v ? dflt : x;
+	return *end || end == v || errno ? dflt : x;
 }
 
-int journal_read(const char *path, struct journal_change **out, char *err, size_t n)
+/* The line is one JSON object, whole: '{' first, its closing '}' last, nothing after it.  A
+ * line cut by a full disk or a truncate is not (and a line that the next write was glued to
+ * holds two objects): none of its fields can be trusted to be the ones written together. */
+static int whole(const char *line)
 {
-	int fd = -1;
-	struct stat sb;
-	*out = NULL;
-	if (lstat(path, &sb) != 0) {
-		snprintf(err, n, "journal %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		snprintf(err, n, "journal %s: %s: refused", path, kind_of(sb.st_mode));
-		return -1;
-	}
-	if (!trusted(&sb, path, err, n))
-		return -1;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
-		snprintf(err, n, "journal %s: %s", path, strerror(errno));
-		return -1;
-	}
-	FILE *f = fdopen(fd, "r");
-	if (!f) {
-		snprintf(err, n, "journal %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	static char line[LINE_MAX_LEN];
-	struct journal_change *c = NULL;
-	size_t nc = 0, cap = 0;
-	int first = 1, bad = 0;
-	while (fgets(line, sizeof line, f)) {
-		char ev[32] = "", id[17];
-		line[strcspn(line, "\n")] = '\0';
-		journal_field(line, "event", ev, sizeof ev);
-		if (first && strcmp(ev, FIRST_EVENT) != 0)
-			bad = 1;
-		first = 0;
-		if (bad)
-			break;
-		if (strcmp(ev, "revert") == 0 && journal_field(line, "change", id, sizeof id)) {
-			for (size_t k = 0; k < nc; k++)
-				if (strcmp(c[k].change, id) == 0)
-					c[k].reverted = 1;
-			continue;
+	int depth = 0, str = 0;
+	if (line[0] != '{')
+		return 0;
+	for (const char *p = line; *p; p++) {
+		if (str) {
+			if (*p == '\\' && p[1])
+				p++;
+			else if (*p == '"')
+				str = 0;
+		} else if (*p == '"') {
+			str = 1;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+		} else if (*p == '}' || *p == ']') {
+			if (--depth == 0)
+				return p[1] == '\0';
+			if (depth < 0)
+				return 0;
 		}
-		if (strcmp(ev, "apply") != 0)
-			continue;
-		if (nc == cap) {
-			struct journal_change *g = realloc(c, (cap = cap ? 2 * cap : 16) * sizeof *c);
-			if (!g)
-				break;
-			c = g;
-		}
-		struct journal_change *j = &c[nc];
-		memset(j, 0, sizeof *j);
-		if (!journal_field(line, "change", j->change, sizeof j->change) ||
-		    !journal_field(line, "option", j->option, sizeof j->option))
-			continue;
-		journal_field(line, "finding", j->finding, sizeof j->finding);
-		journal_field(line, "kind", j->kind, sizeof j->kind);
+	}
+	return 0;
+}
+
+/* An apply line, its fields read; c->unusable says what is missing or wrong (NULL: none) */
+static void parse_apply(const char *line, struct journal_change *c)
+{
+	if (!journal_field(line, "change", c->change, sizeof c->change))
+		c->change[0] = '\0';
+	journal_field(line, "finding", c->finding, sizeof c->finding);
+	journal_field(line, "kind", c->kind, sizeof c->kind);
+	journal_field(line, "option", c->option, sizeof c->option);
+	journal_field(line, "addr", c->addr, sizeof c->addr);
+	journal_field(line, "peer", c->peer, sizeof c->peer);
+	journal_field(line, "time", c->when, sizeof c->when);
+	long long pid = num(line, "pid", -1), fd = num(line, "fd", -1);
+	long long before = num(line, "before", -1), after = num(line, "after", -1);
+	long long inode = num(line, "inode", 0), start = num(line, "pid_start", 0);
+	c->pid = pid > 0 && pid <= INT_MAX ? (int)pid : -1;
+	c->fd = fd >= 0 && fd <= INT_MAX ? (int)fd : -1;
+	c->before = before >= 0 && before <= INT_MAX ? (int)before : -1;
+	c->after = after >= 0 && after <= INT_MAX ? (int)after : -1;
+	c->inode = inode > 0 ? (unsigned long long)inode : 0;
+	c->start = start > 0 ? (unsigned long long)start : 0;
+	c->netns = (unsigned long long)num(line, "netns", 0);
+	c->unusable = !c->change[0] ? "no change id"
+	              : !c->option[0] ? "no option"
+	              : c->pid < 0 ? "no pid"
+	              : !c->start ? "no pid_start (the process's start time: a line an older "
+	                            "socktune wrote)"
+	              : c->fd < 0 ? "no fd"
+	              : !c->inode ? "no inode"
+	              : c->before < 0 ? "no before value"
+	              : c->after < 0 ? "no after value"
+	              : NULL;
+}
+
+/* One more change (NULL when memory ran out) */
+static struct journal_change *more(struct journal_change **c, size_t *nc, size_t *cap)
+{
+	if (*nc == *cap) {
+		size_t want = *cap ? 2 * *cap : 16;
+		struct journal_change *g = realloc(*c, want * sizeof **c);
+		if (!g)
+			return NULL;
+		*c = g;
+		*cap = want;
+	}
+	struct journal_change *j = &(*c)[(*nc)++];
+	memset(j, 0, sizeof *j);
+	return j;
+}
+
+/* One line of the journal (number no): a change, a mark, or a line not to act on */
+static void take_line(char *line, size_t len, long no, int too_long, int cut,
+                      struct journal_change **c, size_t *nc, size_t *cap)
+{
+	int ok = !too_long && !cut && whole(line);
+	char ev[32] = "", id[17];
+	journal_field(line, "event", ev, sizeof ev);
+	if (ok && strcmp(ev, "revert") == 0) {
+		/* (a mark names a change; a mark that names none marks nothing) */
+		if (journal_field(line, "change", id, sizeof id))
+			for (size_t k = 0; k < *nc; k++)
+				if (strcmp((*c)[k].change, id) == 0)
+					(*c)[k].reverted = 1;
+		return;
+	}
+	if (ok && strcmp(ev, "apply") != 0)
+		return; /* (watch's first line; a line of some later kind) */
+	if (!ev[0] && !len)
+		return; /* (an empty line) */
+	struct journal_change *j = more(c, nc, cap);
+	if (!j)
+		return;
+	j->line = no;
+	if (!ok) {
+		if (!journal_field(line, "change", j->change, sizeof j->change))
+			j->change[0] = '\0';
+		journal_field(line, "option", j->option, sizeof j->option);
 		journal_field(line, "addr", j->addr, sizeof j->addr);
-		journal_field(line, "time", j->when, sizeof j->when);
-		j->pid = (int)num(line, "pid", -1);
-		j->fd = (int)num(line, "fd", -1);
-		j->before = (int)num(line, "before", -1);
-		j->after = (int)num(line, "after", -1);
-		j->inode = (unsigned long long)num(line, "inode", 0);
-		j->netns = (unsigned long long)num(line, "netns", 0);
-		if (j->pid > 0 && j->fd >= 0 && j->before >= 0)
-			nc++;
+		j->pid = j->fd = j->before = j->after = -1;
+		j->unusable = too_long ? "a line longer than the reader takes (" JOURNAL_LINE_MAX_S
+		                         " bytes): not read"
+		                       : "a cut line (not one whole JSON object: a full disk, a "
+		                         "truncate, or the next line written onto it)";
+		return;
 	}
-	fclose(f);
-	if (bad) {
-		free(c);
-		snprintf(err, n, "journal %s: not a journal socktune made (its first line)", path);
-		return -1;
+	parse_apply(line, j);
+}
+
+int journal_read(int fd, struct journal_change **out, char *err, size_t n)
+{
+	static char buf[JOURNAL_LINE_MAX + 1];
+	struct journal_change *c = NULL;
+	size_t nc = 0, cap = 0, have = 0;
+	off_t off = 0;
+	long no = 0;
+	int skipping = 0, eof = 0;
+	*out = NULL;
+	/* read through the descriptor that was checked (pread: whatever its offset) */
+	while (!eof || have) {
+		if (!eof && have < JOURNAL_LINE_MAX) {
+			ssize_t r = pread(fd, buf + have, JOURNAL_LINE_MAX - have, off);
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				snprintf(err, n, "journal: %s", strerror(errno));
+				free(c);
+				return -1;
+			}
+			off += r;
+			have += (size_t)r;
+			eof = r == 0;
+		}
+		char *nl = memchr(buf, '\n', have);
+		if (!nl && !eof && have < JOURNAL_LINE_MAX)
+			continue;
+		if (!nl && eof && !have)
+			break;
+		size_t len = nl ? (size_t)(nl - buf) : have;
+		int too_long = !nl && !eof; /* a full buffer and no end of line */
+		/* (a NUL inside: the line is not the text it seems, as one cut) */
+		int cut = memchr(buf, '\0', len) != NULL;
+		buf[len] = '\0';
+		if (!skipping) {
+			no++;
+			if (no == 1) {
+				char ev[32] = "";
+				journal_field(buf, "event", ev, sizeof ev);
+				if (strcmp(ev, FIRST_EVENT) != 0) {
+					free(c);
+					snprintf(err, n, "journal: not a journal socktune made (its first line)");
+					return -1;
+				}
+			} else {
+				take_line(buf, len, no, too_long, cut, &c, &nc, &cap);
+			}
+		}
+		skipping = too_long; /* (the rest of a long line, up to its end, is not a line) */
+		size_t used = nl ? len + 1 : len;
+		memmove(buf, buf + used, have - used);
+		have -= used;
+		if (eof && !nl)
+			have = 0;
 	}
 	*out = c;
 	return (int)nc;

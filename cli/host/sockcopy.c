@@ -14,12 +14,27 @@
 
 #include "socktune_apply.h"
 #include "cli.h"
+#include "owned.h"
 
-int sockcopy_open(int pid, int fd, unsigned long long ino)
+unsigned long long sockcopy_start_of(int pid)
+{
+	return own_start_of(pid);
+}
+
+/* A copy of fd from pid, the process that started at start when start is not 0.  The start
+ * is read once the pidfd is held: the pidfd names the process that had pid when it was
+ * opened, and a process that started when the journal says cannot have taken pid after it,
+ * so a match then means the pidfd is that process's. */
+static int copy_of(int pid, unsigned long long start, int fd, unsigned long long ino)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0)
 		return -1;
+	if (start && own_start_of(pid) != start) {
+		close(pidfd);
+		errno = ESRCH; /* (another process has the pid now) */
+		return -1;
+	}
 	int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 	int err = errno;
 	close(pidfd);
@@ -35,6 +50,16 @@ int sockcopy_open(int pid, int fd, unsigned long long ino)
 		return -1;
 	}
 	return copy;
+}
+
+int sockcopy_open(int pid, int fd, unsigned long long ino)
+{
+	return copy_of(pid, 0, fd, ino);
+}
+
+int sockcopy_open_proc(int pid, unsigned long long start, int fd, unsigned long long ino)
+{
+	return copy_of(pid, start, fd, ino);
 }
 
 int sockcopy_get(int copy, enum sockcopy_what what)

@@ -1,30 +1,48 @@
 /* socktune revert [--journal PATH] [ID|all]: the changes watch --apply made (its journal,
  * cli/journal.c) set back to the values they had before, the newest first (a socket changed
- * twice ends as it was before the first), each through a pidfd_getfd copy of the socket that
- * is checked to be the same socket (its inode), read back and said; each undone change marked
- * in the journal by a line of its own.  A change whose socket is gone has nothing left to
- * undo: said, and marked too.  Without ID or all, the changes still in force are listed and
- * nothing is changed. */
+ * twice ends as it was before the first), each through a pidfd_getfd copy of the socket.
+ * A socket is changed only when it is provably the one apply changed and still holds what
+ * apply set: the same process (pid and its start time: a pid reused by another process is
+ * not taken), descriptor and inode, and the value apply read back after its change.  What
+ * is not is left, and said: the socket gone, the pid another process's, the value changed
+ * since (the application's own, kept), a line of the journal that lacks a field (cut by a
+ * full disk or a truncate, or too long), an option revert does not know.  Each change undone,
+ * or found with nothing left to undo, is marked in the journal by a line of its own.  A
+ * listener set back also sets back the connections it accepted since that inherited the
+ * value (revertconn.c).  The journal is opened once, checked on its descriptor, and held
+ * locked (flock) while it is read and marked: two reverts at once never both act.  Without
+ * ID or all, the changes still in force are listed and nothing is changed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "journal.h"
 #include "record.h"
 #include "revert.h"
 
+#define LOCK_WAIT_MS 10000 /* for another revert's lock on the journal */
+
 void revert_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune revert [--journal PATH] [ID|all]\n"
 	        "\n"
-	        "Undoes what socktune watch --apply changed, from its journal: each change's\n"
-	        "socket (the same process, descriptor and inode) gets its value from before the\n"
-	        "change again, read back from the kernel and said on stdout; the journal gets a\n"
-	        "line marking the change reverted.  ID reverts one change (its \"change\" in the\n"
-	        "journal), all every change not reverted yet, newest first; without either the\n"
-	        "changes still in force are listed and nothing is changed.  A watch that sees its\n"
+	        "Undoes what socktune watch --apply changed, from its journal: a socket that is\n"
+	        "provably the one a change changed (the same process, by pid and start time;\n"
+	        "descriptor; inode) and still holds the value it set gets its value from before\n"
+	        "the change again, read back from the kernel and said on stdout; a listener's\n"
+	        "NODELAY also on the connections it accepted since (inherited).  The journal\n"
+	        "gets a line marking the change reverted.  A socket gone, a pid another\n"
+	        "process's, a value set since by the application (kept) is left and said; a\n"
+	        "journal line that is cut, too long, lacks a field or names an option revert\n"
+	        "does not know is never acted on: said.  ID reverts one change (its \"change\"\n"
+	        "in the journal), all every change not reverted yet, newest first; without\n"
+	        "either the changes still in force are listed and nothing is changed.  One\n"
+	        "revert at a time: another waits for the journal's lock.  A watch that sees its\n"
 	        "value undone backs off: it does not apply that option to that listener again.\n"
 	        "\n"
 	        "Options:\n");
@@ -33,10 +51,11 @@ void revert_help(FILE *f)
 	           "/var/lib/socktune/journal.jsonl)", NULL);
 	help_entry(f, "--help", "", NULL);
 	fprintf(f, "\n"
-	           "Exit status: 0 when every change asked for is undone (or there was none);\n"
-	           "1 when one could not be (no access to the process: same uid and dumpable,\n"
-	           "or CAP_SYS_PTRACE); 2 for a bad option or an unknown ID; 3 when the journal\n"
-	           "cannot be read or is not one socktune made.\n");
+	           "Exit status: 0 when every change asked for is undone, or had nothing left to\n"
+	           "undo (none, gone, set since); 1 when one could not be (no access to the\n"
+	           "process: same uid and dumpable, or CAP_SYS_PTRACE), a journal line was not\n"
+	           "acted on, or another revert held the journal for 10 s; 2 for a bad option or\n"
+	           "an unknown ID; 3 when the journal cannot be read or is not one socktune made.\n");
 }
 
 enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE *msg)
@@ -65,19 +84,123 @@ enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE 
 	return CLI_GO;
 }
 
-static enum sockcopy_what what_of(const char *option)
+/* The option a journal line names; -1: one revert does not know (never taken for another) */
+static int what_of(const char *option)
 {
-	return strcmp(option, "backlog") == 0 ? SC_BACKLOG : SC_NODELAY;
+	return strcmp(option, "backlog") == 0 ? SC_BACKLOG
+	       : strcmp(option, "nodelay") == 0 ? SC_NODELAY : -1;
 }
 
-/* One change undone (or found gone): its line on stdout, its mark in the journal; 0 done */
-static int undo(int jfd, const char *path, const struct journal_change *c)
+/* Why a change is left as it is: said on stdout (error) and stderr, status 1 (nothing in
+ * the journal: the change may still be in force, and only a person can tell) */
+static int refuse(const char *path, const struct journal_change *c, const char *why)
 {
-	int before = -1, after = -1;
-	int rc = sockcopy_change(c->pid, c->fd, c->inode, what_of(c->option), c->before, &before,
-	                         &after);
-	int err = errno;
-	int gone = rc != 0 && (err == ESRCH || err == ESTALE || err == EBADF);
+	char err[400];
+	snprintf(err, sizeof err, "journal line %ld: %s: not acted on, left as it is", c->line,
+	         why);
+	struct rec *r = rec_new();
+	rec_str(r, K_EVENT, "revert");
+	if (c->change[0])
+		rec_str(r, K_JRN_CHANGE, c->change);
+	if (c->option[0])
+		rec_str(r, K_CHK_OPTION, c->option);
+	if (c->pid > 0)
+		rec_int(r, K_PID, c->pid);
+	if (c->fd >= 0)
+		rec_int(r, K_FD, c->fd);
+	if (c->addr[0])
+		rec_str(r, K_ADDR, c->addr);
+	rec_str(r, K_ERROR, err);
+	rec_say(stdout, "socktune ", r);
+	rec_free(r);
+	fprintf(stderr, "socktune: revert %s: journal %s: %s\n", c->change[0] ? c->change : "?",
+	        path, err);
+	return -1;
+}
+
+/* The inodes of the other changes of option nodelay (connections journalled on their own:
+ * their lines undo them, a listener's sweep leaves them) */
+static unsigned long long *others(const struct journal_change *all, int n,
+                                  const struct journal_change *c, int *nskip)
+{
+	unsigned long long *skip = malloc((size_t)(n > 0 ? n : 1) * sizeof *skip);
+	*nskip = 0;
+	for (int k = 0; skip && k < n; k++)
+		if (&all[k] != c && all[k].inode && strcmp(all[k].option, "nodelay") == 0)
+			skip[(*nskip)++] = all[k].inode;
+	return skip;
+}
+
+/* One change undone, left, or refused: its line on stdout, its mark in the journal unless
+ * refused; 0 done or nothing to undo, -1 not */
+static int undo(int jfd, const char *path, const struct journal_change *all, int n,
+                const struct journal_change *c)
+{
+	if (c->unusable)
+		return refuse(path, c, c->unusable);
+	int what = what_of(c->option);
+	if (what < 0) {
+		char why[96];
+		snprintf(why, sizeof why, "option \"%s\" is not one revert knows (backlog, nodelay)",
+		         c->option);
+		return refuse(path, c, why);
+	}
+	int before = -1, after = -1, now = -1, rc = -1, err = 0, conns = -1;
+	char left[300] = "", note[400] = "";
+	int copy = sockcopy_open_proc(c->pid, c->start, c->fd, c->inode);
+	if (copy < 0) {
+		err = errno;
+		unsigned long long start = sockcopy_start_of(c->pid);
+		if (err == ESRCH && start && start != c->start)
+			snprintf(left, sizeof left, "pid %d is another process now (started at %llu, "
+			         "not %llu): left", c->pid, start, c->start);
+		else if (err == ESRCH)
+			snprintf(left, sizeof left, "the socket is gone (its process exited): nothing to "
+			         "undo");
+		else if (err == ESTALE || err == EBADF)
+			snprintf(left, sizeof left, "the socket is gone (fd %d of pid %d is not the "
+			         "socket of inode %llu now): nothing to undo", c->fd, c->pid, c->inode);
+	} else if ((now = sockcopy_get(copy, what)) != c->after) {
+		err = errno;
+		if (now >= 0)
+			snprintf(left, sizeof left, "the value is %d now, not the %d apply set: left "
+			         "(set since by the application or an operator)", now, c->after);
+	} else {
+		before = now;
+		rc = sockcopy_set(copy, what, c->before);
+		err = errno;
+		after = sockcopy_get(copy, what);
+		int accepting = 0;
+		socklen_t len = sizeof accepting;
+		if (rc == 0 && what == SC_NODELAY &&
+		    getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0 && accepting) {
+			int nskip;
+			unsigned long long *skip = others(all, n, c, &nskip);
+			struct revert_sweep sw = {.pid = c->pid, .listener = copy, .applied = c->after,
+			                          .before = c->before, .start = c->start,
+			                          .netns = c->netns, .skip = skip, .nskip = nskip};
+			char why[200];
+			if (revert_conns(&sw, why, sizeof why) == 0) {
+				conns = sw.set;
+				if (sw.set || sw.failed)
+					snprintf(note, sizeof note, "%d connection%s of this listener held "
+					         "nodelay %d, inherited from it since the change: set back to "
+					         "%d, each read back%s (a connection the application set to %d "
+					         "itself cannot be told from these: it is set back too)",
+					         sw.set + sw.failed, sw.set + sw.failed == 1 ? "" : "s", c->after,
+					         c->before, sw.failed ? "; some would not take it" : "",
+					         c->after);
+				if (sw.failed)
+					rc = -1, err = EIO;
+			} else {
+				snprintf(note, sizeof note, "the connections accepted since the change were "
+				         "not looked at (%s): they may still hold nodelay %d", why, c->after);
+			}
+			free(skip);
+		}
+	}
+	if (copy >= 0)
+		close(copy);
 	struct rec *r = rec_new();
 	rec_str(r, K_EVENT, "revert");
 	rec_str(r, K_JRN_CHANGE, c->change);
@@ -88,51 +211,91 @@ static int undo(int jfd, const char *path, const struct journal_change *c)
 	rec_str(r, K_ADDR, c->addr);
 	rec_known(r, K_JRN_BEFORE, before);
 	rec_known(r, K_JRN_AFTER, after);
-	if (rc != 0)
-		rec_str(r, K_ERROR, gone ? "the socket is gone: nothing to undo" : strerror(err));
+	if (conns >= 0)
+		rec_int(r, K_JRN_CONNECTIONS, conns);
+	if (left[0])
+		rec_str(r, K_ERROR, left);
+	else if (rc != 0)
+		rec_str(r, K_ERROR, strerror(err));
+	if (note[0])
+		rec_str(r, K_NOTE, note);
 	rec_say(stdout, "socktune ", r);
-	int ok = rc == 0 && after == c->before;
+	int ok = rc == 0 && after == c->before, done = ok || left[0];
 	if (rc == 0 && !ok)
 		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,
 		        c->option, after, c->before);
-	if (rc != 0 && !gone)
+	if (!done && rc != 0)
 		fprintf(stderr, "socktune: revert %s: pid %d fd %d: %s%s\n", c->change, c->pid, c->fd,
 		        strerror(err), err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
-	if ((ok || gone) && journal_append(jfd, "revert", r) != 0) {
-		fprintf(stderr, "socktune: revert: journal %s: %s: change %s undone, not marked\n",
-		        path, strerror(errno), c->change);
-		ok = gone = 0;
+	if (done && journal_append(jfd, "revert", r) != 0) {
+		fprintf(stderr, "socktune: revert: journal %s: %s: change %s %s, not marked\n", path,
+		        strerror(errno), c->change, ok ? "undone" : "left");
+		done = 0;
 	}
 	rec_free(r);
-	return ok || gone ? 0 : -1;
+	return done ? 0 : -1;
+}
+
+/* The journal held for this revert alone (flock on its descriptor), waiting a while for
+ * another revert's: 0, or -1 when it was not let go */
+static int lock(int jfd, const char *path)
+{
+	struct timespec t = {0, 20 * 1000000};
+	for (int waited = 0; waited <= LOCK_WAIT_MS; waited += 20) {
+		if (flock(jfd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		if (waited == 0)
+			fprintf(stderr, "socktune: revert: journal %s: another revert holds it: "
+			        "waiting\n", path);
+		nanosleep(&t, NULL);
+	}
+	fprintf(stderr, "socktune: revert: journal %s: another revert still holds it after %d s: "
+	        "nothing changed\n", path, LOCK_WAIT_MS / 1000);
+	return -1;
+}
+
+static void list(const struct journal_change *c)
+{
+	printf("socktune change=%s finding=%s kind=%s option=%s pid=%d fd=%d addr=%s before=%d "
+	       "after=%d time=%s", c->change[0] ? c->change : "?", c->finding, c->kind,
+	       c->option, c->pid, c->fd, c->addr, c->before, c->after, c->when);
+	if (c->unusable)
+		printf(" error=\"journal line %ld: %s: revert leaves it\"", c->line, c->unusable);
+	printf("\n");
 }
 
 int revert_main(const struct revert_args *a)
 {
 	char def[4096], err[4400];
 	const char *path = a->journal ? a->journal : journal_default(def, sizeof def);
+	int jfd = journal_open_existing(path, a->which ? JOURNAL_APPEND : JOURNAL_READ, err,
+	                                sizeof err);
+	if (jfd < 0) {
+		fprintf(stderr, "socktune: revert: %s\n", err);
+		return EXIT_NOT_FOUND;
+	}
+	if (a->which && lock(jfd, path) != 0) {
+		close(jfd);
+		return 1;
+	}
+	/* (read under the lock: a change another revert just marked is seen marked) */
 	struct journal_change *c;
-	int n = journal_read(path, &c, err, sizeof err);
+	int n = journal_read(jfd, &c, err, sizeof err);
 	if (n < 0) {
-		fprintf(stderr, "socktune: revert: %s\n", err);
+		fprintf(stderr, "socktune: revert: journal %s: %s\n", path, err);
+		close(jfd);
 		return EXIT_NOT_FOUND;
 	}
-	int status = 0, matched = 0, jfd = -1;
-	if (a->which && (jfd = journal_open(path, err, sizeof err)) < 0) {
-		fprintf(stderr, "socktune: revert: %s\n", err);
-		free(c);
-		return EXIT_NOT_FOUND;
-	}
+	int status = 0, matched = 0;
 	for (int k = n - 1; k >= 0; k--) {
 		if (a->which && strcmp(a->which, "all") != 0 && strcmp(a->which, c[k].change) != 0)
 			continue;
 		matched++;
 		if (!a->which) {
 			if (!c[k].reverted)
-				printf("socktune change=%s finding=%s kind=%s option=%s pid=%d fd=%d "
-				       "addr=%s before=%d after=%d time=%s\n", c[k].change, c[k].finding,
-				       c[k].kind, c[k].option, c[k].pid, c[k].fd, c[k].addr, c[k].before,
-				       c[k].after, c[k].when);
+				list(&c[k]);
 			continue;
 		}
 		if (c[k].reverted) {
@@ -140,15 +303,14 @@ int revert_main(const struct revert_args *a)
 				fprintf(stderr, "socktune: revert %s: already reverted\n", c[k].change);
 			continue;
 		}
-		if (undo(jfd, path, &c[k]) != 0)
+		if (undo(jfd, path, c, n, &c[k]) != 0)
 			status = 1;
 	}
 	if (a->which && strcmp(a->which, "all") != 0 && !matched) {
 		fprintf(stderr, "socktune: revert %s: no such change in %s\n", a->which, path);
 		status = EXIT_USAGE;
 	}
-	if (jfd >= 0)
-		close(jfd);
+	close(jfd); /* (and the lock with it) */
 	free(c);
 	return status;
 }

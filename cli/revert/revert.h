@@ -11,6 +11,20 @@ struct revert_args {
 	const char *which;   /* a change's id, "all", or NULL: list them, change nothing */
 };
 
+/* revertconn.c: the connections listener (a copy of it) accepted from the process pid
+ * (started at start, in network namespace netns: 0 any) that hold the value applied:
+ * each set to before and read back, but those whose inodes skip lists (changes of their
+ * own in the journal).  0 with set, failed (not set, or read back otherwise) and seen (the
+ * listener's connections of that process); -1 with why in err when they cannot be looked at. */
+struct revert_sweep {
+	int pid, listener, applied, before;
+	unsigned long long start, netns;
+	const unsigned long long *skip;
+	int nskip;
+	int set, failed, seen;
+};
+int revert_conns(struct revert_sweep *s, char *err, size_t n);
+
 enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE *msg);
 void revert_help(FILE *f);
 int revert_main(const struct revert_args *a);

@@ -175,6 +175,7 @@ static int change(struct watch *w, const struct watch_finding *f, const struct w
 	rec_int(r, K_JRN_BEFORE, before);
 	rec_known(r, K_JRN_AFTER, after);
 	rec_int(r, K_PID, pid);
+	rec_int(r, K_JRN_PID_START, (long long)sockcopy_start_of(pid));
 	rec_int(r, K_FD, fd);
 	rec_str(r, K_ADDR, addr);
 	if (peer)
