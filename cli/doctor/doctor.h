@@ -37,6 +37,9 @@ void doc_routes_back(struct doctor *d);
 /* doctor_look.c: at the window's end, each connection's holder (pid, fd) and the TCP_NODELAY
  * of the listeners and of the worst connections */
 void doc_look_at_holders(struct doctor *d);
+/* doctor_look.c: during the window, after a connection sample, the TCP_NODELAY of the
+ * connections open in it (their holders found among the listeners' processes) */
+void doc_look_during(struct doctor *d);
 
 enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
 int doctor_main(struct doctor *d);
