@@ -351,10 +351,12 @@ void doctor_help(FILE *f)
 	        "usage: socktune doctor [--seconds N] [--json] [PID...|:PORT...]\n"
 	        "\n"
 	        "Watches a running server's TCP listeners and connections (all of this network\n"
-	        "namespace's, or those of the processes and ports given) for N seconds, then says\n"
-	        "what it saw (accept queue overflows, stalls on a delayed ACK, clamped buffers,\n"
+	        "namespace's, or those of the processes and ports given: a PID in the process's\n"
+	        "own network namespace, a :PORT in this one) for N seconds, then says what it\n"
+	        "saw (accept queue overflows, stalls on Nagle or a delayed ACK, clamped buffers,\n"
 	        "retransmits) and the setting that cures each, as commands that run as printed.\n"
-	        "Nothing of the server is changed.\n"
+	        "Nothing of the server is changed.  On a terminal, a line on stderr shows the\n"
+	        "window's progress.\n"
 	        "\n"
 	        "Options:\n");
 	help_entry(f, "--seconds N", "watch for N seconds (0.1 to 3600; default 5)", NULL);
@@ -432,7 +434,7 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
                        int nports, char *why, size_t n)
 {
 	int missing = 0;
-	char line[160];
+	char line[400];
 	for (int k = 0; k < npids; k++) {
 		int found = 0;
 		for (int j = 0; j < d->nl; j++)
@@ -450,9 +452,26 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
 		int found = 0;
 		for (int j = 0; j < d->nl; j++)
 			found |= d->l[j].port == ports[k];
+		unsigned long long there = 0;
+		int other = found ? doc_port_elsewhere(ports[k], &there) : 0;
+		if (other) /* (found here: the one there is said, not watched) */
+			fprintf(stderr, "socktune: doctor :%u: process %d listens on this port in network "
+			        "namespace %llu too, which :PORT does not look in: socktune doctor %d "
+			        "watches it there\n", ports[k], other, there, other);
 		if (!found) {
-			snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here: "
-			         "nothing to watch", ports[k]);
+			/* :PORT looks in doctor's own network namespace; a PID, in the process's */
+			unsigned long long ino = 0;
+			int pid = doc_port_elsewhere(ports[k], &ino);
+			if (pid)
+				snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here "
+				         "(network namespace %llu): nothing to watch; process %d listens on "
+				         "it in network namespace %llu: socktune doctor %d watches it there",
+				         ports[k], netns_of(0), pid, ino, pid);
+			else
+				snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here "
+				         "(network namespace %llu): nothing to watch; :PORT looks in this "
+				         "network namespace only, socktune doctor PID in the process's own",
+				         ports[k], netns_of(0));
 			fprintf(stderr, "socktune: %s\n", line);
 			doc_say(why, n, "%s%s", why[0] ? "; " : "", line);
 		}
