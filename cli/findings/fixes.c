@@ -195,7 +195,9 @@ void doc_fix_next_start(struct doc_finding *f, const struct doctor *d, int l, co
 	        s->reach ? "--attach " : "", flags, ports, s->argv);
 	if (s->reach)
 		doc_note(f, "next start: LD_PRELOAD does not reach the program (%s): the wrapper's "
-		         "attach mode (--attach) tunes its listeners from outside",
+		         "attach mode (--attach) tunes its listeners from outside; socktune attach PID "
+		         "does it now; the cgroup mode tunes each connection in the kernel (socktune "
+		         "attach --cgroup PID now, socktune --cgroup -- CMD at the next start)",
 		         unreached(s->reach));
 	if (s->uid >= 0 && s->uid != (long)geteuid())
 		doc_note(f, "next start: it runs as uid %ld: start it as that user", s->uid);
