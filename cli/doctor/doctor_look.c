@@ -19,6 +19,7 @@
 #define MAX_NODELAY_LOOKS 256
 #define MAX_FOLLOWED 256  /* connections whose TCP_NODELAY is read during the window */
 #define MAX_TRIES 3       /* ... tries to find the holder of one */
+#define MAX_SCANS 100     /* scans of the listeners' processes for them, over the window */
 
 /* The pidfd of the last process looked at: its connections come one after another, so one
  * pidfd_open serves all of them (-1 for pid 0 closes it) */
@@ -87,14 +88,14 @@ static void read_nodelay(struct doc_conn *c)
 
 void doc_look_during(struct doctor *d)
 {
-	static int followed; /* connections given a holder, of MAX_FOLLOWED */
+	static int followed, scans; /* connections given a holder, of MAX_FOLLOWED; scans made */
 	int want = 0;
 	for (size_t k = 0; k < d->nc; k++) {
 		struct doc_conn *c = &d->c[k];
 		want += c->sweep == d->sweeps && c->pid < 0 && c->inode && c->looks < MAX_TRIES &&
 		        followed < MAX_FOLLOWED;
 	}
-	if (want) {
+	if (want && scans++ < MAX_SCANS) {
 		int pids[DOC_MAX_OWNERS * 4], npids = listener_pids(d, pids, DOC_MAX_OWNERS * 4);
 		struct holders hs = {0};
 		holders_scan(&hs, pids, npids);
