@@ -232,15 +232,18 @@ static int cgroup_sets(const char *flags)
 }
 
 /* The cgroup mode's two forms: attach --cgroup for the running service (the connections
- * it makes from now on), socktune --cgroup at its next start (every one from the first) */
-static void cgroup_forms(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+ * it makes from now on: CG_NOW), socktune --cgroup at its next start (every one from the
+ * first: CG_NEXT) */
+enum { CG_NOW = 1, CG_NEXT = 2 };
+static void cgroup_forms(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
+                         int forms)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
-	if (L->seen_last)
+	if ((forms & CG_NOW) && L->seen_last)
 		doc_fix(f, "socktune attach --cgroup %s %d", flags, L->owners[L->service].pid);
 	const struct doc_ns *ns = &d->ns[L->ns];
-	if (s->known && (ns->ours || ns->name[0])) {
+	if ((forms & CG_NEXT) && s->known && (ns->ours || ns->name[0])) {
 		char in[300] = "", ports[24] = "";
 		if (!ns->ours)
 			snprintf(in, sizeof in, "ip netns exec %s ", ns->name);
@@ -264,7 +267,7 @@ static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, con
 	const struct doc_start *s = &L->start;
 	if (L->service < 0 || !s->known || !s->reach || !cgroup_sets(flags))
 		return;
-	cgroup_forms(f, d, l, flags);
+	cgroup_forms(f, d, l, flags, CG_NOW | CG_NEXT);
 }
 
 void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
@@ -337,17 +340,20 @@ void doc_fix_nagle(struct doc_finding *f, const struct doctor *d, int l, int ove
 	} else {
 		/* a value on the listener reaches each connection at accept, and the program
 		 * undoes it there: only what refuses or outlasts the program's own call holds */
-		if (preload_holds(&L->start))
-			doc_fix_next_start(f, d, l, next);
-		if (cgroup_sets(live))
-			cgroup_forms(f, d, l, live);
+		int held = preload_holds(&L->start), cg = cgroup_sets(live);
 		doc_note(f, "the program sets TCP_NODELAY to 0 itself on each connection it accepts, "
 		         "after the kernel copied the listener's 1 to it: a fix on the listener "
 		         "(attach --nodelay, the wrapper's --attach mode) is undone on every new "
 		         "connection, and attach --connections reaches only those open now; what "
 		         "holds: the cgroup mode's setsockopt hook, which refuses the program's own "
-		         "call%s", preload_holds(&L->start) ? ", and the preload at the next start, "
-		         "which sets the policy's value back after it (precedence policy)" : "");
+		         "call%s", held ? ", and the preload at the next start, which sets the "
+		         "policy's value back after it (precedence policy)" : "");
+		if (cg)
+			cgroup_forms(f, d, l, live, CG_NOW);
+		if (held)
+			doc_fix_next_start(f, d, l, next);
+		if (cg)
+			cgroup_forms(f, d, l, live, CG_NEXT);
 	}
 	if (delack)
 		fix_quickack(f, d, l, 0);
