@@ -99,15 +99,18 @@ static double rate_of(const struct doc_conn *c)
 }
 
 /* A connection's TCP_NODELAY as the rules take it: 0 when it was read 0 once (a program may
- * set it on each connection after accept) or Nagle was seen holding its data; else its own
- * read; else the listener's, which the kernel copies at accept (*from_listener says) */
+ * set it on each connection after accept); else its own read (data held with it on is
+ * TCP_CORK's, not Nagle's); else 0 when Nagle was seen holding its data; else the
+ * listener's, which the kernel copies at accept (*from_listener says) */
 static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_listener)
 {
 	*from_listener = 0;
-	if (c->nodelay_off || c->held_samples)
+	if (c->nodelay_off)
 		return 0;
 	if (c->nodelay >= 0)
 		return c->nodelay;
+	if (c->held_samples)
+		return 0;
 	*from_listener = 1;
 	return d->l[c->listener].nodelay;
 }
