@@ -55,6 +55,11 @@ cat >"$TMP/jsonpost.py" <<'EOF'
 import json, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 n, over, done, end = int(sys.argv[2]), 0, 0, time.monotonic() + 20
+def more():
+    b = s.recv(65536)
+    if not b:
+        sys.exit("n=%d over=%d (the server closed)" % (done, over))
+    return b
 for i in range(n):
     if time.monotonic() > end: break
     body = json.dumps({"i": i}).encode()
@@ -62,10 +67,10 @@ for i in range(n):
     s.sendall(b"POST /api HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
     s.sendall(body)
     buf = b""
-    while b"\r\n\r\n" not in buf: buf += s.recv(65536)
+    while b"\r\n\r\n" not in buf: buf += more()
     head, rest = buf.split(b"\r\n\r\n", 1)
     cl = [int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length:")][0]
-    while len(rest) < cl: rest += s.recv(65536)
+    while len(rest) < cl: rest += more()
     over += time.monotonic() - t > 0.030
     done += 1
 print("n=%d over=%d" % (done, over), flush=True)
