@@ -254,7 +254,13 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 		c->inode = s->inode;
 	c->last = *s;
 	c->last_t = x->t;
+	c->sweep = d->sweeps;
 	c->samples++;
+	/* less than a segment held back while data is in flight: Nagle on this connection */
+	if (s->ti.notsent_bytes > 0 && s->ti.unacked > 0 && s->ti.notsent_bytes < s->ti.snd_mss) {
+		c->held_samples++;
+		c->held_bytes = s->ti.notsent_bytes;
+	}
 	if (s->ti.rtt > c->max_rtt)
 		c->max_rtt = s->ti.rtt;
 	if (s->ti.ato > c->max_ato)
@@ -280,6 +286,7 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
                   const unsigned *ports, int nports, int first, int conns, int with_info)
 {
 	int rc = 0;
+	d->sweeps += conns != 0;
 	for (int k = 0; k < d->nns; k++) {
 		if (d->ns[k].nl < 0)
 			continue;
@@ -313,6 +320,22 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
 
 /* ---- the command ---- */
 
+#define PROGRESS_EVERY_S 0.5
+#define PROGRESS_WIDTH 79
+
+/* The line a terminal shows while doctor watches, written over itself */
+static void progress(const struct doctor *d, double elapsed)
+{
+	unsigned queued = 0;
+	for (int k = 0; k < d->nl; k++)
+		queued += d->l[k].queue_now;
+	char line[PROGRESS_WIDTH + 1];
+	snprintf(line, sizeof line, "socktune: doctor: %.1f of %g s; %zu connection%s seen, "
+	         "%u queued", elapsed, d->seconds, d->nc, d->nc == 1 ? "" : "s", queued);
+	fprintf(stderr, "\r%-*s", PROGRESS_WIDTH, line);
+	fflush(stderr);
+}
+
 /* Whether this kernel has a socket option (ENOPROTOOPT: not yet) */
 static int kernel_has(int level, int opt)
 {
@@ -328,10 +351,12 @@ void doctor_help(FILE *f)
 	        "usage: socktune doctor [--seconds N] [--json] [PID...|:PORT...]\n"
 	        "\n"
 	        "Watches a running server's TCP listeners and connections (all of this network\n"
-	        "namespace's, or those of the processes and ports given) for N seconds, then says\n"
-	        "what it saw (accept queue overflows, stalls on a delayed ACK, clamped buffers,\n"
+	        "namespace's, or those of the processes and ports given: a PID in the process's\n"
+	        "own network namespace, a :PORT in this one) for N seconds, then says what it\n"
+	        "saw (accept queue overflows, stalls on Nagle or a delayed ACK, clamped buffers,\n"
 	        "retransmits) and the setting that cures each, as commands that run as printed.\n"
-	        "Nothing of the server is changed.\n"
+	        "Nothing of the server is changed.  On a terminal, a line on stderr shows the\n"
+	        "window's progress.\n"
 	        "\n"
 	        "Options:\n");
 	help_entry(f, "--seconds N", "watch for N seconds (0.1 to 3600; default 5)", NULL);
@@ -409,7 +434,7 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
                        int nports, char *why, size_t n)
 {
 	int missing = 0;
-	char line[160];
+	char line[400];
 	for (int k = 0; k < npids; k++) {
 		int found = 0;
 		for (int j = 0; j < d->nl; j++)
@@ -427,9 +452,26 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
 		int found = 0;
 		for (int j = 0; j < d->nl; j++)
 			found |= d->l[j].port == ports[k];
+		unsigned long long there = 0;
+		int other = found ? doc_port_elsewhere(ports[k], &there) : 0;
+		if (other) /* (found here: the one there is said, not watched) */
+			fprintf(stderr, "socktune: doctor :%u: process %d listens on this port in network "
+			        "namespace %llu too, which :PORT does not look in: socktune doctor %d "
+			        "watches it there\n", ports[k], other, there, other);
 		if (!found) {
-			snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here: "
-			         "nothing to watch", ports[k]);
+			/* :PORT looks in doctor's own network namespace; a PID, in the process's */
+			unsigned long long ino = 0;
+			int pid = doc_port_elsewhere(ports[k], &ino);
+			if (pid)
+				snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here "
+				         "(network namespace %llu): nothing to watch; process %d listens on "
+				         "it in network namespace %llu: socktune doctor %d watches it there",
+				         ports[k], netns_of(0), pid, ino, pid);
+			else
+				snprintf(line, sizeof line, "doctor :%u: no TCP listener on this port here "
+				         "(network namespace %llu): nothing to watch; :PORT looks in this "
+				         "network namespace only, socktune doctor PID in the process's own",
+				         ports[k], netns_of(0));
 			fprintf(stderr, "socktune: %s\n", line);
 			doc_say(why, n, "%s%s", why[0] ? "; " : "", line);
 		}
@@ -495,6 +537,10 @@ int doctor_main(struct doctor *d)
 	 * on a long window, or starts the traffic to diagnose only then) */
 	fprintf(stderr, "socktune: doctor: watching %d listener%s for %g s\n", d->nl,
 	        d->nl == 1 ? "" : "s", d->seconds);
+	/* on a terminal, a line kept up to date while it watches (a window of minutes is not
+	 * a hang); nothing of it where stderr is a file or a pipe */
+	d->progress = isatty(2);
+	double next_progress = t0;
 	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
 	 * and drains one in tens of milliseconds); the connections every 200 ms */
 	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
@@ -507,12 +553,23 @@ int doctor_main(struct doctor *d)
 		int conns = now_s() >= next_conn;
 		double before = d->conn_sample_us;
 		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
+		if (conns && d->nc) {
+			double t = now_s();
+			doc_look_during(d);
+			d->conn_sample_us += (now_s() - t) * 1e6; /* (in the pace below) */
+		}
 		/* the next connection sample in 200 ms, or in 20 times what this one took: with
 		 * tens of thousands of connections the samples keep to about 5% of a CPU */
 		double took = (d->conn_sample_us - before) / 1e6, gap = CONN_EVERY_MS / 1000.0;
 		if (conns)
 			next_conn = now_s() + (20 * took > gap ? 20 * took : gap);
+		if (d->progress && now_s() >= next_progress) {
+			progress(d, now_s() - t0);
+			next_progress = now_s() + PROGRESS_EVERY_S;
+		}
 	}
+	if (d->progress)
+		fprintf(stderr, "\r%*s\r", PROGRESS_WIDTH, ""); /* (the line cleared) */
 	d->interrupted = stop_signal != 0;
 	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
 	d->elapsed_s = now_s() - t0;

@@ -30,6 +30,9 @@ extern const char *const doc_counter_names[C_COUNT]; /* TcpExt's names of C_* */
  * limits when new; its index, or -1 */
 int doc_ns_add(struct doctor *d, int pid);
 void doc_ns_counters(const struct doc_ns *ns, long long *out); /* now, -1 each unreadable */
+/* netns.c: a process of another network namespace than ours holding a listener on port (the
+ * first found), and that namespace's inode; 0 when none is */
+int doc_port_elsewhere(unsigned port, unsigned long long *ns_ino);
 /* Each listener's route_fix: the route, in its namespace, to the peer of its last connection
  * seen, when that route lacks quickack (check --route's lookup) */
 void doc_routes_back(struct doctor *d);
@@ -37,6 +40,9 @@ void doc_routes_back(struct doctor *d);
 /* doctor_look.c: at the window's end, each connection's holder (pid, fd) and the TCP_NODELAY
  * of the listeners and of the worst connections */
 void doc_look_at_holders(struct doctor *d);
+/* doctor_look.c: during the window, after a connection sample, the TCP_NODELAY of the
+ * connections open in it (their holders found among the listeners' processes) */
+void doc_look_during(struct doctor *d);
 
 enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
 int doctor_main(struct doctor *d);

@@ -1,8 +1,10 @@
-/* What doctor reads at the window's end from the processes: which one holds each connection
- * (a prefork worker, a backend forked per connection: not the listener's holder), and
- * TCP_NODELAY, which sock_diag does not report, through a pidfd_getfd copy of each listener
- * and of the worst connections (ptrace access: the same uid and a dumpable target, or
- * CAP_SYS_PTRACE). */
+/* What doctor reads from the processes: which one holds each connection (a prefork worker, a
+ * backend forked per connection: not the listener's holder), and TCP_NODELAY, which sock_diag
+ * does not report, through a pidfd_getfd copy of each listener and of the connections (ptrace
+ * access: the same uid and a dumpable target, or CAP_SYS_PTRACE).  A connection's is read
+ * during the window, while it is open (a session shorter than the window is gone at its
+ * end, and an app that sets TCP_NODELAY on each connection after accept makes the
+ * listener's value say nothing of it), and again at the end. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,9 @@
 #include "doctor.h"
 
 #define MAX_NODELAY_LOOKS 256
+#define MAX_FOLLOWED 256  /* connections whose TCP_NODELAY is read during the window */
+#define MAX_TRIES 3       /* ... tries to find the holder of one */
+#define MAX_SCANS 100     /* scans of the listeners' processes for them, over the window */
 
 /* The pidfd of the last process looked at: its connections come one after another, so one
  * pidfd_open serves all of them (-1 for pid 0 closes it) */
@@ -56,6 +61,65 @@ static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t
 	return v < 0 ? -2 : v != 0;
 }
 
+/* The pids holding the listeners: a server's connections are in the process that accepted
+ * them, which holds the listener (a prefork worker too) */
+static int listener_pids(const struct doctor *d, int *pids, int max)
+{
+	int n = 0;
+	for (int k = 0; k < d->nl; k++)
+		for (int o = 0; o < d->l[k].nowners; o++) {
+			int seen = 0;
+			for (int j = 0; j < n && !seen; j++)
+				seen = pids[j] == d->l[k].owners[o].pid;
+			if (!seen && n < max)
+				pids[n++] = d->l[k].owners[o].pid;
+		}
+	return n;
+}
+
+static void read_nodelay(struct doc_conn *c)
+{
+	char why[96];
+	int v = nodelay_of(c->pid, c->fd, c->inode, why, sizeof why);
+	if (v >= 0 || c->nodelay < 0)
+		c->nodelay = v; /* (a value read earlier is kept when the socket has gone) */
+	c->nodelay_off |= v == 0;
+}
+
+void doc_look_during(struct doctor *d)
+{
+	static int followed, scans; /* connections given a holder, of MAX_FOLLOWED; scans made */
+	int want = 0;
+	for (size_t k = 0; k < d->nc; k++) {
+		struct doc_conn *c = &d->c[k];
+		want += c->sweep == d->sweeps && c->pid < 0 && c->inode && c->looks < MAX_TRIES &&
+		        followed < MAX_FOLLOWED;
+	}
+	if (want && scans++ < MAX_SCANS) {
+		int pids[DOC_MAX_OWNERS * 4], npids = listener_pids(d, pids, DOC_MAX_OWNERS * 4);
+		struct holders hs = {0};
+		holders_scan(&hs, pids, npids);
+		for (size_t k = 0; k < d->nc && followed < MAX_FOLLOWED; k++) {
+			struct doc_conn *c = &d->c[k];
+			if (c->sweep != d->sweeps || c->pid >= 0 || !c->inode || c->looks >= MAX_TRIES)
+				continue;
+			c->looks++;
+			const struct holder *h = holders_find(&hs, c->inode);
+			if (h) {
+				c->pid = h->pid;
+				c->fd = h->fd;
+				followed++;
+			}
+		}
+		free(hs.h);
+	}
+	/* every followed connection open now, read again: the app's own setsockopt comes just
+	 * after accept, a first read may come before it */
+	for (size_t k = 0; k < d->nc; k++)
+		if (d->c[k].sweep == d->sweeps && d->c[k].pid >= 0)
+			read_nodelay(&d->c[k]);
+}
+
 void doc_look_at_holders(struct doctor *d)
 {
 	for (int k = 0; k < d->nl; k++) {
@@ -85,8 +149,10 @@ void doc_look_at_holders(struct doctor *d)
 	size_t n = worst ? doctor_worst(d, -1, worst, MAX_NODELAY_LOOKS) : 0;
 	for (size_t k = 0; k < n; k++) {
 		struct doc_conn *c = &d->c[worst[k]];
-		char why[96];
-		c->nodelay = c->pid < 0 ? -2 : nodelay_of(c->pid, c->fd, c->inode, why, sizeof why);
+		if (c->pid >= 0)
+			read_nodelay(c);
+		else if (c->nodelay < 0)
+			c->nodelay = -2;
 	}
 	free(worst);
 	free(hs.h);

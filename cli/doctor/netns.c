@@ -1,6 +1,7 @@
 /* A network namespace doctor looks at: its sock_diag socket (made inside it), its limits
  * (somaxconn, rmem_max, wmem_max: each namespace has its own), its TcpExt and Tcp counters,
  * from /proc/PID/net of a process in it, and its route back to a listener's clients. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -147,4 +148,64 @@ void doc_routes_back(struct doctor *d)
 		if (w < 0 || (size_t)w >= sizeof d->l[l].route_fix)
 			d->l[l].route_fix[0] = '\0'; /* (cut: the placeholder is said instead) */
 	}
+}
+
+/* Whether /proc/PID/net/FILE (tcp, tcp6) has a listener on port: its inode, else 0 */
+static unsigned long long listener_in(int pid, const char *file, unsigned port)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
+	FILE *f = fopen(path, "re");
+	unsigned long long found = 0;
+	if (!f)
+		return 0;
+	/* "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode": the
+	 * address and port in hex, LISTEN is state 0A */
+	for (long n = 0; !found && n < 1000000 && fgets(line, sizeof line, f); n++) {
+		char local[64], st[8];
+		unsigned long long ino;
+		if (sscanf(line, " %*s %63s %*s %7s %*s %*s %*s %*s %*s %llu", local, st, &ino) != 3)
+			continue;
+		const char *colon = strrchr(local, ':');
+		if (colon && strcmp(st, "0A") == 0 && strtoul(colon + 1, NULL, 16) == port)
+			found = ino;
+	}
+	fclose(f);
+	return found;
+}
+
+int doc_port_elsewhere(unsigned port, unsigned long long *ns_ino)
+{
+	unsigned long long ours = netns_of(0), seen[256];
+	int nseen = 0, holder = 0;
+	DIR *dir = opendir("/proc");
+	for (struct dirent *e; dir && !holder && (e = readdir(dir));) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		int pid = (int)strtol(e->d_name, NULL, 10);
+		unsigned long long ino = netns_of(pid);
+		int known = !ino || ino == ours;
+		for (int k = 0; k < nseen && !known; k++)
+			known = seen[k] == ino;
+		if (known)
+			continue;
+		if (nseen < (int)(sizeof seen / sizeof *seen))
+			seen[nseen++] = ino;
+		unsigned long long sock = listener_in(pid, "tcp", port);
+		if (!sock)
+			sock = listener_in(pid, "tcp6", port);
+		if (!sock)
+			continue;
+		/* its holder: the pid doctor PID wants (a process of that namespace may hold
+		 * nothing of it) */
+		struct holders hs = {0};
+		holders_scan(&hs, NULL, 0);
+		const struct holder *h = holders_find(&hs, sock);
+		holder = h ? h->pid : pid;
+		*ns_ino = ino;
+		free(hs.h);
+	}
+	if (dir)
+		closedir(dir);
+	return holder;
 }

@@ -98,14 +98,45 @@ static double rate_of(const struct doc_conn *c)
 	return (double)(c->last.ti.data_segs_out - c->first.ti.data_segs_out) / dt;
 }
 
-/* A connection's own TCP_NODELAY; when it was not read, the listener's, which the kernel
- * copies at accept (a server may still set it on each connection: *from_listener says) */
+/* A connection's TCP_NODELAY as the rules take it: 0 when it was read 0 once (a program may
+ * set it on each connection after accept); else its own read (data held with it on is
+ * TCP_CORK's, not Nagle's); else 0 when Nagle was seen holding its data; else the
+ * listener's, which the kernel copies at accept (*from_listener says) */
 static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_listener)
 {
-	*from_listener = c->nodelay < 0;
-	return c->nodelay >= 0 ? c->nodelay : d->l[c->listener].nodelay;
+	*from_listener = 0;
+	if (c->nodelay_off)
+		return 0;
+	if (c->nodelay >= 0)
+		return c->nodelay;
+	if (c->held_samples)
+		return 0;
+	*from_listener = 1;
+	return d->l[c->listener].nodelay;
 }
 
+static void exchanges_of(const struct doc_conn *c, struct doc_exchanges *x);
+
+/* The client's requests in pieces too, each held by the server's delayed ACK: the server's
+ * ACKs go out alone (a third of the segments it received or more), at least at the pace of
+ * a stalled exchange.  0 no; 1 yes, its timer capped already (--delack-max); 2 yes, at the
+ * 40 ms cap. */
+static int server_delack_too(const struct doc_conn *c)
+{
+	struct doc_exchanges x;
+	exchanges_of(c, &x);
+	if (x.seconds <= 0 || x.segs_in < 4 || 3 * x.acks_out < x.segs_in ||
+	    (double)x.acks_out / x.seconds < CADENCE_MIN)
+		return 0;
+	return c->max_ato >= DELACK_ATO_US ? 2 : 1;
+}
+
+/* The server's Nagle held by the client's delayed ACK: its smoothed rtt far above the path's
+ * fastest round trip (the client's ACK of a response's first piece comes ~40 ms late), on a
+ * connection whose Nagle is on, with the response in more pieces than the request (a
+ * single write has nothing for Nagle to hold), or a small piece seen held unsent: a client
+ * that writes its request in pieces too (a POST's header and body) hides the first from the
+ * counts, and a stall near twice the delayed-ACK timer is then both timers. */
 void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
@@ -116,11 +147,9 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 				continue;
 			t.conns++;
 			int inherited, nd = nodelay(d, c, &inherited);
-			/* responses in more pieces than requests (a single write has nothing for
-			 * Nagle to hold), the ACK of one held ~40 ms: the smoothed rtt far above the
-			 * path's fastest round trip */
 			uint32_t in = DOC_DELTA(c, data_segs_in), out = DOC_DELTA(c, data_segs_out);
-			if (!request_response(c) || nd == 1 || 2 * (uint64_t)out < 3 * (uint64_t)in ||
+			if (!request_response(c) || nd == 1 ||
+			    (2 * (uint64_t)out < 3 * (uint64_t)in && !c->held_samples) ||
 			    c->last.ti.min_rtt == NO_RTT ||
 			    c->max_rtt < (uint64_t)c->last.ti.min_rtt + STALL_RTT_US)
 				continue;
@@ -133,12 +162,23 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 		if (!t.hit)
 			continue;
 		const struct doc_conn *w = t.worst;
+		/* the listener holds 1 and its connections 0: the program sets it on each */
+		int overridden = d->l[l].nodelay == 1 && t.nodelay_off;
+		int delack = server_delack_too(w);
 		struct doc_finding *f = doc_add(fs, "nagle-delayed-ack", SEV_CRITICAL,
 		                            t.nodelay_off ? "high" : "medium", d, l);
 		if (!f)
 			return;
-		snprintf(f->summary, sizeof f->summary, "the server's small writes wait for the "
-		         "client's delayed ACK (Nagle on): ~40 ms added to responses");
+		if (overridden)
+			snprintf(f->summary, sizeof f->summary, "the server's small writes wait for the "
+			         "client's delayed ACK: the program turns Nagle back on on each "
+			         "connection it accepts (listener 1, connections 0): ~40 ms added to "
+			         "responses");
+		else
+			snprintf(f->summary, sizeof f->summary, "the server's small writes wait for the "
+			         "client's delayed ACK (Nagle on): ~40 ms added to responses%s",
+			         delack ? ", ~40 more (or the delayed ACK's cap) to requests sent in "
+			         "pieces" : "");
 		doc_listener_evidence(f, d, l);
 		struct rec *ev = f->evidence;
 		shown_ev(f, t.conns, t.hit);
@@ -147,13 +187,29 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 		rec_int(ev, K_SEGS_IN, DOC_DELTA(w, data_segs_in));
 		rec_int(ev, K_SEGS_OUT, DOC_DELTA(w, data_segs_out));
 		num_ev(ev, K_SEGS_OUT_PER_S, rate_of(w), 1);
+		if (w->held_samples)
+			rec_int(ev, K_UNSENT_BYTES, w->held_bytes);
+		if (delack) {
+			struct doc_exchanges x;
+			exchanges_of(w, &x);
+			rec_num(ev, K_ATO_MS, w->max_ato / 1000.0, 1);
+			rec_num(ev, K_ACKS_ALONE_PER_S, (double)x.acks_out / x.seconds, 1);
+		}
 		/* off on a connection read, or on the listener its connections inherit from */
 		nodelay_ev(ev, K_LISTENER_NODELAY, d->l[l].nodelay);
 		nodelay_ev(ev, K_CONNECTION_NODELAY, t.nodelay_off ? 0 : -1);
 		if (!t.nodelay_off && !t.listener_off)
 			rec_str(ev, K_NODELAY_WHY,
 			        d->l[l].nodelay_why[0] ? d->l[l].nodelay_why : "not readable");
-		doc_fix_flags(f, d, l, "--nodelay", 1);
+		if (delack == 1)
+			doc_note(f, "the client's requests come in pieces too, and the server's delayed "
+			         "ACK (capped at %.0f ms) holds each next piece: quick-ack ends that part",
+			         w->max_ato / 1000.0);
+		else if (delack == 2)
+			doc_note(f, "the client's requests come in pieces too, and the server's delayed "
+			         "ACK (40 ms) holds each next piece: --delack-max shortens it, quick-ack "
+			         "ends it");
+		doc_fix_nagle(f, d, l, overridden, delack);
 	}
 }
 

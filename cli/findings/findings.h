@@ -94,6 +94,12 @@ void doc_fix_live(struct doc_finding *f, const struct doctor *d, int l, const ch
 void doc_fix_next_start(struct doc_finding *f, const struct doctor *d, int l, const char *flags);
 /* The cures of a stall on the server's delayed ACK: --delack-max, quick-ack, the route's */
 void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l);
+/* The cures of the server's Nagle: --nodelay.  overridden: the program sets TCP_NODELAY 0 on
+ * each connection itself (its listener holds 1), so only what holds against its own call
+ * is printed.  delack: the client's requests wait for the server's delayed ACK too (1: its
+ * timer capped already, quick-ack is what is left; 2: at its 40 ms cap, --delack-max too). */
+void doc_fix_nagle(struct doc_finding *f, const struct doctor *d, int l, int overridden,
+                   int delack);
 void doc_listener_evidence(struct doc_finding *f, const struct doctor *d, int l);
 /* listener L's backlog group (app: what it asked, when known; effective: in force) */
 void doc_backlog(struct rec *parent, const struct doc_listener *L);

@@ -195,7 +195,9 @@ void doc_fix_next_start(struct doc_finding *f, const struct doctor *d, int l, co
 	        s->reach ? "--attach " : "", flags, ports, s->argv);
 	if (s->reach)
 		doc_note(f, "next start: LD_PRELOAD does not reach the program (%s): the wrapper's "
-		         "attach mode (--attach) tunes its listeners from outside",
+		         "attach mode (--attach) tunes its listeners from outside; socktune attach PID "
+		         "does it now; the cgroup mode tunes each connection in the kernel (socktune "
+		         "attach --cgroup PID now, socktune --cgroup -- CMD at the next start)",
 		         unreached(s->reach));
 	if (s->uid >= 0 && s->uid != (long)geteuid())
 		doc_note(f, "next start: it runs as uid %ld: start it as that user", s->uid);
@@ -229,19 +231,19 @@ static int cgroup_sets(const char *flags)
 	return any;
 }
 
-/* A program LD_PRELOAD cannot reach (Go, static, setuid): the kernel can tune its
- * connections from a cgroup sock_ops program, with no polling and no ptrace: attach --cgroup
- * now (its next connections), socktune --cgroup at the next start (from the first one). */
-static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+/* The cgroup mode's two forms: attach --cgroup for the running service (the connections
+ * it makes from now on: CG_NOW), socktune --cgroup at its next start (every one from the
+ * first: CG_NEXT) */
+enum { CG_NOW = 1, CG_NEXT = 2 };
+static void cgroup_forms(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
+                         int forms)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
-	if (L->service < 0 || !s->known || !s->reach || !cgroup_sets(flags))
-		return;
-	if (L->seen_last)
+	if ((forms & CG_NOW) && L->seen_last)
 		doc_fix(f, "socktune attach --cgroup %s %d", flags, L->owners[L->service].pid);
 	const struct doc_ns *ns = &d->ns[L->ns];
-	if (ns->ours || ns->name[0]) {
+	if ((forms & CG_NEXT) && s->known && (ns->ours || ns->name[0])) {
 		char in[300] = "", ports[24] = "";
 		if (!ns->ours)
 			snprintf(in, sizeof in, "ip netns exec %s ", ns->name);
@@ -257,6 +259,17 @@ static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, con
 	         "first");
 }
 
+/* A program LD_PRELOAD cannot reach (Go, static, setuid): the kernel can tune its
+ * connections from a cgroup sock_ops program, with no polling and no ptrace. */
+static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+{
+	const struct doc_listener *L = &d->l[l];
+	const struct doc_start *s = &L->start;
+	if (L->service < 0 || !s->known || !s->reach || !cgroup_sets(flags))
+		return;
+	cgroup_forms(f, d, l, flags, CG_NOW | CG_NEXT);
+}
+
 void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
                    int connections)
 {
@@ -265,18 +278,16 @@ void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const c
 	fix_cgroup(f, d, l, flags);
 }
 
-void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l)
+/* Quick-ack: in the process at its next start (one setsockopt per receive), or on the route
+ * back to the clients (nothing per call, CAP_NET_ADMIN); with_start: the first said too */
+static void fix_quickack(struct doc_finding *f, const struct doctor *d, int l, int with_start)
 {
 	const struct doc_listener *L = &d->l[l];
-	if (d->delack_max_us)
-		doc_fix_flags(f, d, l, "--delack-max 5ms", 1);
-	else
-		doc_note(f, "--delack-max needs TCP_DELACK_MAX_US (Linux 6.15), which this kernel "
-		         "lacks");
 	if (L->start.known && L->start.reach) {
 		doc_note(f, "quick-ack is set in the process, which LD_PRELOAD does not reach here");
 	} else if (L->start.known) {
-		doc_fix_next_start(f, d, l, "--quickack");
+		if (with_start)
+			doc_fix_next_start(f, d, l, "--quickack");
 		doc_note(f, "--quickack: no delay at all, one setsockopt per receive");
 	}
 	char pre[64];
@@ -291,4 +302,59 @@ void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l)
 		doc_note(f, "the route back to the clients with quickack 1 (socktune check --route "
 		         "with a client's address prints the command)");
 	}
+}
+
+void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l)
+{
+	if (d->delack_max_us)
+		doc_fix_flags(f, d, l, "--delack-max 5ms", 1);
+	else
+		doc_note(f, "--delack-max needs TCP_DELACK_MAX_US (Linux 6.15), which this kernel "
+		         "lacks");
+	fix_quickack(f, d, l, 1);
+}
+
+/* Whether the service's next start keeps the preload's value against the program's own
+ * setsockopt: its precedence is the policy's (the default), not SOCKTUNE_PRECEDENCE=app */
+static int preload_holds(const struct doc_start *s)
+{
+	return s->known && !s->reach && !strstr(s->env, "SOCKTUNE_PRECEDENCE=app") &&
+	       !strstr(s->env, "SOCKTUNE_PRECEDENCE='app'");
+}
+
+void doc_fix_nagle(struct doc_finding *f, const struct doctor *d, int l, int overridden,
+                   int delack)
+{
+	const struct doc_listener *L = &d->l[l];
+	char live[64], next[80];
+	snprintf(live, sizeof live, "--nodelay%s",
+	         delack == 2 && d->delack_max_us ? " --delack-max 5ms" : "");
+	snprintf(next, sizeof next, "%s%s", live, delack && L->start.known && !L->start.reach
+	                                                ? " --quickack" : "");
+	if (!overridden) {
+		doc_fix_live(f, d, l, live, 1);
+		doc_fix_next_start(f, d, l, next);
+		fix_cgroup(f, d, l, live);
+	} else if (L->service < 0) {
+		doc_note(f, "no process holding the listener was found: no command to show");
+	} else {
+		/* a value on the listener reaches each connection at accept, and the program
+		 * undoes it there: only what refuses or outlasts the program's own call holds */
+		int held = preload_holds(&L->start), cg = cgroup_sets(live);
+		doc_note(f, "the program sets TCP_NODELAY to 0 itself on each connection it accepts, "
+		         "after the kernel copied the listener's 1 to it: a fix on the listener "
+		         "(attach --nodelay, the wrapper's --attach mode) is undone on every new "
+		         "connection, and attach --connections reaches only those open now; what "
+		         "holds: the cgroup mode's setsockopt hook, which refuses the program's own "
+		         "call%s", held ? ", and the preload at the next start, which sets the "
+		         "policy's value back after it (precedence policy)" : "");
+		if (cg)
+			cgroup_forms(f, d, l, live, CG_NOW);
+		if (held)
+			doc_fix_next_start(f, d, l, next);
+		if (cg)
+			cgroup_forms(f, d, l, live, CG_NEXT);
+	}
+	if (delack)
+		fix_quickack(f, d, l, 0);
 }

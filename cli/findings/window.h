@@ -99,8 +99,15 @@ struct doc_conn {
 	int from_start;            /* open when the window began: its counters count since */
 	double first_t, last_t;    /* when the first and the last sample saw it (monotonic s) */
 	uint32_t max_rtt, max_ato;
-	int nodelay; /* as on doc_listener */
-	int pid, fd; /* its holder, -1 when not found */
+	/* samples that caught a small piece of data held unsent while data was in flight: what
+	 * Nagle does (nothing else holds less than a segment back with the window open) */
+	int held_samples;
+	uint32_t held_bytes; /* ... what the last of them held */
+	int nodelay;       /* as on doc_listener: the last read */
+	int nodelay_off;   /* read as 0 at least once (an app may set it after accept) */
+	int looks;         /* reads of its TCP_NODELAY tried during the window */
+	long long sweep;   /* the last connection sample that saw it (doctor.sweeps) */
+	int pid, fd;       /* its holder, -1 when not found */
 };
 
 
@@ -122,6 +129,8 @@ struct doctor {
 	char dump_error[120];                 /* the first one's reason */
 	int interrupted;                      /* a signal ended the window early */
 	double final_t;                       /* when the last connection sample began */
+	long long sweeps;                     /* connection samples of every namespace made */
+	int progress;                         /* a line on stderr (a terminal) while it watches */
 	int rto_min_us, delack_max_us;        /* this kernel has TCP_RTO_MIN_US, TCP_DELACK_MAX_US */
 	/* what the sampling cost */
 	long long listener_samples, conn_samples;

@@ -174,7 +174,10 @@ static int warn_program(const struct st_policy *p, const char *name, int strict)
 		if (!(flags & reasons[i].flag))
 			continue;
 		n++;
-		fprintf(stderr, "socktune: %s: %s%s%s %s; %s\n", strict ? "error" : "warning", judged,
+		/* (with what reaches it: from outside, or from its cgroup in the kernel) */
+		fprintf(stderr, "socktune: %s: %s%s%s %s; %s (socktune --attach or socktune --cgroup "
+		        "in front of the command; once it runs, socktune attach PID or socktune attach "
+		        "--cgroup PID)\n", strict ? "error" : "warning", judged,
 		        strcmp(judged, path) ? ", the interpreter of " : "",
 		        strcmp(judged, path) ? path : "", reasons[i].why,
 		        strict ? "not started (--strict)" : "it runs untuned");
