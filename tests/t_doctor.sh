@@ -255,12 +255,14 @@ $(json_get "$TMP/pub.json" connections.worst.0)" \
 	check doctor_client_nagle_evidence "ato_ms=$ato connection_nodelay=$(finding "$TMP/pub.json" \
 delayed-ack-client-nagle evidence.connection_nodelay)" "${ato%.*}" -ge 30 -a \
 		"$(finding "$TMP/pub.json" delayed-ack-client-nagle evidence.connection_nodelay)" = True
-	# the live fix as printed; a new client's exchanges, counted: over 20 ms of 30
+	# the live fix as printed; a new client's exchanges, counted: over 20 ms of 30.  Uncured
+	# nearly all 30 wait ~40 ms; the cure leaves the timer's floor (8 ms at HZ 250), 12 ms
+	# under the count's line, which a loaded 2-core machine crosses a few times: 10 allowed
 	fix=$(finding "$TMP/pub.json" delayed-ack-client-nagle fix | grep '^socktune attach ')
 	PATH="$B:$PATH" sh -c "$fix" >"$TMP/pub.attach" 2>&1
 	line=$($X timeout 15 "$BB/bcli" pubsub 127.0.0.1 $MQ 30)
 	check doctor_client_nagle_cured "'$fix' ($(cat "$TMP/pub.attach")): $line; before: \
-$(cat "$TMP/pub.client")" "$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 5 2>/dev/null
+$(cat "$TMP/pub.client")" "$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 10 2>/dev/null
 	kill "$SRV_PID" 2>/dev/null
 	wait "$SRV_PID" 2>/dev/null
 	# the next start with quick-ack, as printed: the server's own settings (its NODELAY)
@@ -272,7 +274,7 @@ $(cat "$TMP/pub.client")" "$(field "$line" n)" = 30 -a "$(field "$line" over)" -
 	$X "$CLI" doctor --seconds 0.3 --json ":$MQ" >"$TMP/pub2.json" 2>"$TMP/pub2.derr"
 	check doctor_client_nagle_next_start "'$again': $line; listener nodelay \
 $(json_get "$TMP/pub2.json" listeners.0.nodelay) ($(head -c 300 "$TMP/pub2.out"))" \
-		"$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 5 -a \
+		"$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 10 -a \
 		"$(json_get "$TMP/pub2.json" listeners.0.nodelay)" = True 2>/dev/null
 	for _p in $(ip netns pids "$NS"); do kill "$_p" 2>/dev/null; done
 	busywait 3000 sh -c "! $X ss -Hltn 'sport = :$MQ' | grep -q ."
