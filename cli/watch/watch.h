@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "cli.h"
 #include "diag.h"
@@ -42,9 +43,10 @@ int watch_main(const struct watch_args *a);
 
 /* What names a service across its restarts: its process's comm, and from /proc/PID/cgroup
  * the systemd unit, the container and the Kubernetes pod ("" each when there is none). */
+#define WATCH_UNIT_MAX 255 /* systemd's longest unit name (UNIT_NAME_MAX 256 with its NUL) */
 struct watch_ident {
 	char comm[32];
-	char unit[128];
+	char unit[WATCH_UNIT_MAX + 1];
 	char container[72];
 	char pod[40];
 	char pod_name[64]; /* (the pod's hostname, its name unless the pod sets another) */
@@ -107,6 +109,8 @@ struct watch_listener {
 	int excluded;          /* not held by a PID target: followed, never shown */
 	int ident_tries;       /* lookups that found no holder */
 	int service_pid;       /* its service's process at the latest lookup (fixes only) */
+	unsigned long long service_start; /* that process's start time: another process (a
+	                                   * restart, pid reuse) makes the holder looked up again */
 	struct watch_ident id;
 	/* the latest sample: every socket of it summed (SO_REUSEPORT: the service's queue) */
 	unsigned sockets, queue, backlog;
@@ -176,10 +180,12 @@ struct watch {
 	/* what the sampling did, for the watch's own metrics */
 	unsigned long long samples, dump_errors, scans, ident_scans;
 	double ident_every;           /* seconds between holder lookups now (their cost) */
+	double next_ident;            /* the next holder lookup, at the earliest */
 	double sample_seconds;        /* summed wall time of the listener samples */
 	unsigned long long l_sample_sockets; /* sockets the latest listener sample returned */
 	/* the connection samples (watchconn.c): when the next is due, their spacing now */
 	double next_conn, conn_every, conn_sample_seconds;
+	double conn_sampled_at;       /* when the latest one ran (0: none yet) */
 	unsigned long long conn_samples, conn_sample_sockets; /* (sockets: in the latest) */
 	unsigned long long ns_not_followed, listeners_not_followed; /* past the caps, now */
 	int ns_cap_said, listener_cap_said;
@@ -206,6 +212,9 @@ void watch_apply_check(struct watch *w);
  * each finding's series and its log lines (appeared, cleared) */
 void watch_window_start(struct watch *w);
 void watch_findings(struct watch *w, double now);
+/* watch.c: the holders of the listeners whose service process is gone (or is another
+ * process now) looked up again at once, so that what is said next names the live one */
+void watch_holders_check(struct watch *w);
 
 /* watchconn.c: each listener's established connections counted, when the next sample is
  * due (at most every 10 s, less often when one costs more than 0.2% of a core) */
@@ -221,6 +230,9 @@ void watch_ns_close(struct watch *w);
 char *watch_prometheus(struct watch *w, int c, size_t *len);
 
 /* watchhttp.c: GET /metrics on --listen's address */
+/* --listen's "PORT", ":PORT" (127.0.0.1's), "ADDR:PORT", "[ADDR6]:PORT" into an address; 0,
+ * or -1 when it is none of them (watch_parse refuses it: status 2, before anything runs) */
+int watch_http_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len);
 int watch_http_open(const char *spec, char *err, size_t n); /* a listening socket, or -1 */
 /* The pollfds the server wants (at most watch_http_max), their count */
 #define WATCH_HTTP_CLIENTS 8

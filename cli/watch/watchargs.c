@@ -59,7 +59,10 @@ void watch_help(FILE *f)
 	           "Exit status: 2 for a bad option; 3 when a target is not found or --listen's\n"
 	           "address cannot be bound; 1 when --textfile cannot be written at the first try\n"
 	           "or --apply's journal cannot be opened (refused);\n"
-	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.\n");
+	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.  SIGHUP does not\n"
+	           "end it: the namespaces and every listener's service are looked up again;\n"
+	           "SIGUSR1 writes one line of its state (namespaces, listeners, findings, the\n"
+	           "connection sample's age) on stderr.\n");
 }
 
 /* A number of seconds in [lo, hi] */
@@ -89,6 +92,11 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			if (!v || !*v)
 				return usage_error(msg, "watch %s: %s", o, v ? "an empty value"
 				                   : o[2] == 'l' ? "missing ADDR:PORT" : "missing PATH");
+			struct sockaddr_storage ss;
+			socklen_t len;
+			if (o[2] == 'l' && watch_http_parse(v, &ss, &len) != 0)
+				return usage_error(msg, "watch --listen %s: not an address and port (PORT, "
+				                   ":PORT, ADDR:PORT, [ADDR6]:PORT; PORT 1 to 65535)", v);
 			*(o[2] == 'l' ? &a->listen : &a->textfile) = v;
 			i++;
 		} else if (strcmp(o, "--apply") == 0) {
