@@ -79,6 +79,9 @@ struct watch_ns {
 /* ---- watchfind.c: doctor's accept-queue rules over each window ---- */
 
 #define WATCH_MAX_FINDINGS 256
+/* Quiet windows in a row a finding takes to clear (while its fault recurs in any of the
+ * last this many windows it holds); a flap doubles it */
+#define WATCH_CLEAR_WINDOWS 6
 struct watch_finding {
 	int used;
 	int holds;              /* found in the latest window, or not yet cleared: shown */
@@ -132,6 +135,7 @@ struct watch_listener {
 	unsigned long long conns, s_conns;
 	int conns_known;
 	int doc_index;         /* its index in the window's record being judged, -1 none */
+	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };
 
 /* ---- watchconn.c: the connections the Nagle rule reads ---- */

@@ -38,7 +38,9 @@ void watch_help(FILE *f)
 	           "the window doctor's accept-queue rules (and its Nagle rule, on the latest "
 	           "connection samples) judge, each in turn (0.1 to 3600; "
 	           "default 10): a finding is a series while it holds, and a line on stderr when it "
-	           "appears and when it clears", NULL);
+	           "appears and when it clears.  It holds while it recurs in any of the last 6 "
+	           "windows: it clears after 6 quiet windows in a row (twice that at each flap, "
+	           "up to 64)", NULL);
 	help_entry(f, "--apply",
 	           "apply the cure of a finding that a socket option cures, once per listener, "
 	           "live through a pidfd_getfd copy: accept-queue-overflow listens again with "

@@ -46,7 +46,9 @@ static const struct prom_family families[] = {
 	{M_NS_LISTENERS, S_NETNS, "socktune_netns_listeners", "gauge",
 	 "listeners watched in the namespace"},
 	{M_FINDING, S_FINDING, "socktune_finding", "gauge",
-	 "1 while one of doctor's findings holds (its fixes: the line on stderr when it appeared)"},
+	 "1 while one of doctor's findings holds: raised by a window, held while it recurs in "
+	 "any of the last 6 windows, cleared after 6 quiet ones in a row (its fixes: the line on "
+	 "stderr when it appeared)"},
 	{M_SAMPLES, S_WATCH, "socktune_watch_samples_total", "counter",
 	 "listener samples taken (every namespace each)"},
 	{M_SAMPLE_SECONDS, S_WATCH, "socktune_watch_sample_seconds_total", "counter",
