@@ -433,6 +433,7 @@ int watch_main(const struct watch_args *a)
 	signal(SIGPIPE, SIG_IGN);
 	double t0 = watch_now();
 	w.next_ident = t0;
+	w.started = t0;
 	watch_scan_ns(&w);
 	watch_window_start(&w);
 	sample(&w);

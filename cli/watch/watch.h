@@ -134,6 +134,8 @@ struct watch_listener {
 	/* established connections at the latest connection sample (and while one runs) */
 	unsigned long long conns, s_conns;
 	int conns_known;
+	int conn_round;        /* counted by the connection round under way */
+	double conns_at;       /* when conns was counted */
 	int doc_index;         /* its index in the window's record being judged, -1 none */
 	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };
@@ -190,6 +192,11 @@ struct watch {
 	/* the connection samples (watchconn.c): when the next is due, their spacing now */
 	double next_conn, conn_every, conn_sample_seconds;
 	double conn_sampled_at;       /* when the latest one ran (0: none yet) */
+	unsigned long long conn_ns_ino; /* where the next round starts: its namespace, */
+	int conn_from;                /* and the listener index in it */
+	unsigned long long conn_rounds_partial; /* rounds that stopped at their budget */
+	int conn_spacing_said;
+	double started;               /* when the watch began */
 	unsigned long long conn_samples, conn_sample_sockets; /* (sockets: in the latest) */
 	unsigned long long ns_not_followed, listeners_not_followed; /* past the caps, now */
 	int ns_cap_said, listener_cap_said;
@@ -220,9 +227,15 @@ void watch_findings(struct watch *w, double now);
  * process now) looked up again at once, so that what is said next names the live one */
 void watch_holders_check(struct watch *w);
 
-/* watchconn.c: each listener's established connections counted, when the next sample is
- * due (at most every 10 s, less often when one costs more than 0.2% of a core) */
+/* watchconn.c: each listener's established connections counted, when the next round is
+ * due (at most every 10 s, less often when one costs more than 0.2% of a core, never more
+ * than WATCH_CONN_MAX_EVERY_S apart), at most WATCH_CONN_BUDGET connections a round, the
+ * listeners in turn */
+#define WATCH_CONN_MAX_EVERY_S 60.0
+#define WATCH_CONN_BUDGET 2000
 void watch_conn_sample(struct watch *w, double now);
+/* Seconds since the listener counted longest ago was counted (since the start: none yet) */
+double watch_conn_age(const struct watch *w, double now);
 
 /* watchns.c: the namespaces of the targets (or of every process), added and dropped; 0 */
 void watch_scan_ns(struct watch *w);
