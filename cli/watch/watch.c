@@ -5,9 +5,11 @@
  *
  * A listener is an address and port in a namespace, whatever sockets make it: SO_REUSEPORT
  * groups and a server restarted on the same port are one listener, their queues, backlogs
- * and drops summed.  Its service is looked up (holders.c's /proc/PID/fd walk) only when a
- * socket the watch has not seen appears, at most once a second, and less often when a walk
- * costs more (IDENT_SHARE: the descriptors of a node holding many connections). */
+ * and drops summed.  Its service is looked up (holders.c's /proc/PID/fd walk) when a socket
+ * the watch has not seen appears (a restart, or another program on the port), at most once
+ * a second, less often when a walk costs more (IDENT_SHARE: the descriptors of a node
+ * holding many connections), and at once when the process it named is gone (its pid and
+ * start time no longer match): what watch says next names the live holder. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>

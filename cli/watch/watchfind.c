@@ -6,7 +6,7 @@
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
  * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
  * doc_queue_findings judges it.  What it finds holds as a series
- * (socktune_finding{id,kind,severity,netns,addr,port} 1) until a window without it, and
+ * (socktune_finding{id,kind,severity,netns,addr,port} 1) until it clears (below), and
  * one logfmt line on stderr says when it appears (with its fixes) and one when it clears.
  * Hysteresis: a finding raised holds while its fault recurs in any of the last
  * CLEAR_WINDOWS windows, and clears after CLEAR_WINDOWS quiet windows in a row (a steady
