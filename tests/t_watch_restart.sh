@@ -4,7 +4,8 @@
 # names it in its fix; it clears; srvone exits and srvtwo listens on the same port: the
 # listener's series are named srvtwo within seconds (not srvone's names kept), and when the
 # finding comes back its fix names srvtwo's pid, the live holder (never srvone's: that
-# command would exit 3, no such process).
+# command would exit 3, no such process).  The same when the process that held the socket
+# exits and its child, which holds the same socket, serves on.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v curl >/dev/null; then
@@ -68,3 +69,39 @@ check watch_restart.fix_names_live "second finding (srvone $ONE, srvtwo $TWO): '
 	-z "$(printf '%s' "$second" | grep -e " $ONE\"")"
 check watch_restart.line_names_live "second finding's comm: '$second'" \
 	-n "$(printf '%s' "$second" | grep " comm=srvtwo ")"
+
+# ---- the same socket, another process: the holder that named it exits, its child keeps it ----
+# (a daemon handing its listener over: nginx's binary upgrade, a re-exec'd master)
+P2=$(free_port)
+M2=$(free_port)
+if ! start_server -l "$P2" hand -- "$PY" -c 'import ctypes, os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5)
+child = os.fork()
+ctypes.CDLL(None).prctl(15, b"srvchild" if child == 0 else b"srvparent", 0, 0, 0)
+if child:
+    print("child", child, flush=True)
+time.sleep(120)' "$P2"; then
+	fail watch_restart.handover_server "the server did not start: $(cat "$TMP/hand.err")"
+	exit 0
+fi
+PARENT=$SRV_PID
+busywait 3000 grep -q "^child " "$TMP/hand.out"
+CHILD=$(sed -n 's/^child //p' "$TMP/hand.out")
+"$CLI" watch --listen "127.0.0.1:$M2" --interval 0.05 --window 1 ":$P2" \
+	>"$TMP/watch2.out" 2>"$TMP/watch2.err" &
+scrape2() { curl -sf -m 2 "http://127.0.0.1:$M2/metrics" >"$TMP/$1.txt"; }
+named2() { scrape2 m2 && grep -q "^socktune_listener_up{.*port=\"$P2\",comm=\"$1\"" "$TMP/m2.txt"; }
+busywait 10000 named2 srvparent
+check watch_restart.handover_named "series: $(grep "^socktune_listener_up{" "$TMP/m2.txt")" \
+	-n "$(grep "^socktune_listener_up{.*port=\"$P2\",comm=\"srvparent\"" "$TMP/m2.txt")"
+kill "$PARENT"
+wait "$PARENT" 2>/dev/null
+"$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$P2" >"$TMP/burst3.out" 2>&1
+busywait 15000 file_has "$TMP/watch2.err" "event=finding .*kind=accept-queue-overflow .*port=$P2 "
+third=$(grep "event=finding .*kind=accept-queue-overflow .*port=$P2 " "$TMP/watch2.err" | head -n 1)
+check watch_restart.handover_fix_live "finding after the parent $PARENT exited (child $CHILD): '$third'" \
+	-n "$(printf '%s' "$third" | grep -e "--ports $P2 $CHILD\"")" -a \
+	-z "$(printf '%s' "$third" | grep -e " $PARENT\"")"
+busywait 5000 named2 srvchild
+check watch_restart.handover_renamed "series: $(grep "^socktune_listener_up{.*port=\"$P2\"" "$TMP/m2.txt")" \
+	-n "$(grep "^socktune_listener_up{.*port=\"$P2\",comm=\"srvchild\"" "$TMP/m2.txt")"
