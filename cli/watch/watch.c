@@ -285,11 +285,15 @@ static void identify(struct watch *w, double now)
 
 void watch_holders_check(struct watch *w)
 {
-	int gone = 0;
+	int gone = 0, pid = 0;
+	unsigned long long start = 0;
 	for (int k = 0; k < w->nl; k++) {
 		struct watch_listener *l = &w->l[k];
-		if (!l->used || !l->known || l->service_pid <= 0 ||
-		    own_start_of(l->service_pid) == l->service_start)
+		if (!l->used || !l->known || l->service_pid <= 0)
+			continue;
+		if (l->service_pid != pid) /* (a server's listeners come together: read once) */
+			start = own_start_of(pid = l->service_pid);
+		if (start == l->service_start)
 			continue;
 		l->want_ident = 1;
 		gone = 1;

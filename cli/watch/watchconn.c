@@ -168,6 +168,8 @@ static void carry(void)
 		if (p->l->used && p->l->up && !p->l->conn_round)
 			tab[cur][ntab[cur]++] = *p;
 	}
+	/* (by cookie again: the next round's pairing searches this table) */
+	qsort(tab[cur], (size_t)ntab[cur], sizeof tab[cur][0], by_cookie);
 }
 
 void watch_conn_sample(struct watch *w, double now)
