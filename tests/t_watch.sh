@@ -110,13 +110,14 @@ check watch.finding_line "stderr: $(tail -n 3 "$TMP/watch.err")" \
 FID=$(field "$line" id)
 kill -CONT "$SRV"
 wait "$BURST"
-busywait 15000 file_has "$TMP/watch.err" "event=finding-cleared id=$FID "
+# (6 quiet windows; a tail of the burst, clients gone, may hold it up to 63 s more)
+busywait 80000 file_has "$TMP/watch.err" "event=finding-cleared id=$FID "
 check watch.finding_cleared "stderr: $(tail -n 3 "$TMP/watch.err")" \
 	"$(count_lines "$TMP/watch.err" "event=finding-cleared id=$FID ")" = 1
 scrape cleared
 check watch.finding_series_gone "$(grep '^socktune_finding{' "$TMP/cleared.txt")" \
 	-z "$(grep "^socktune_finding{id=\"$FID\"" "$TMP/cleared.txt")"
-# again soon after: a flap, said, and it takes two quiet windows to clear
+# again soon after: a flap, said, and it takes 12 quiet windows (twice 6) to clear
 kill -STOP "$SRV"
 "$BIN/kaclient" burst -n 300 -T 3 127.0.0.1 "$P" >"$TMP/burst2.out" 2>&1 &
 BURST=$!
@@ -125,7 +126,7 @@ kill -CONT "$SRV"
 wait "$BURST"
 again=$(grep "event=finding id=$FID " "$TMP/watch.err" | sed -n 2p)
 check watch.finding_flap_damped "second line: $again" \
-	-n "$(printf '%s' "$again" | grep 'flaps=1 clears_after_windows=2')"
+	-n "$(printf '%s' "$again" | grep 'flaps=1 clears_after_windows=12')"
 q=$(val "$TMP/stopped.txt" socktune_listener_queue_length)
 peak=$(val "$TMP/stopped.txt" socktune_listener_queue_peak)
 drops=$(val "$TMP/stopped.txt" socktune_listener_drops_total)

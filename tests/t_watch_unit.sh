@@ -74,7 +74,7 @@ for c in $caps; do
 	# what it cannot see it says: without CAP_SYS_PTRACE the other namespace is not found
 	if [ "$c" = CAP_SYS_PTRACE ]; then
 		check watch_unit.says_unreadable_namespaces "stderr: $(head -c 300 "$TMP/caps.err")" \
-			-n "$(grep 'network namespace of .* is not readable by this user' "$TMP/caps.err")"
+			-n "$(grep 'network namespace of .* is not readable by this process (/proc/PID/ns/net: CAP_SYS_PTRACE)' "$TMP/caps.err")"
 	fi
 done
 kill "$SRV" 2>/dev/null

@@ -5,9 +5,11 @@
  *
  * A listener is an address and port in a namespace, whatever sockets make it: SO_REUSEPORT
  * groups and a server restarted on the same port are one listener, their queues, backlogs
- * and drops summed.  Its service is looked up (holders.c's /proc/PID/fd walk) only when a
- * socket the watch has not seen appears, at most once a second, and less often when a walk
- * costs more (IDENT_SHARE: the descriptors of a node holding many connections). */
+ * and drops summed.  Its service is looked up (holders.c's /proc/PID/fd walk) when a socket
+ * the watch has not seen appears (a restart, or another program on the port), at most once
+ * a second, less often when a walk costs more (IDENT_SHARE: the descriptors of a node
+ * holding many connections), and at once when the process it named is gone (its pid and
+ * start time no longer match): what watch says next names the live holder. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 
 #include "bpfhost.h"
 #include "diag.h"
+#include "owned.h"
 #include "watch.h"
 
 #define SCAN_EVERY_S 2.0  /* namespaces found again */
@@ -98,9 +101,10 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 			l->inodes[l->ninodes++] = s->inode;
 		else /* (a large SO_REUSEPORT group: the oldest forgotten) */
 			l->inodes[s->inode % WATCH_INODES] = s->inode;
-		/* a PID or cgroup target decides whether it is shown, unless its port is a target */
-		if (!l->known)
-			l->want_ident = 1;
+		/* a PID or cgroup target decides whether it is shown, unless its port is a target;
+		 * a socket new to a known listener is a restart, or another program on the port:
+		 * its holder is looked up again (its name and the pid its fixes name) */
+		l->want_ident = 1;
 		if ((w->npids || w->ncgroups) && !by_port && !l->known)
 			l->excluded = 1; /* until its holder is found among the targets */
 	}
@@ -225,8 +229,9 @@ static double cpu_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void identify(struct watch *w, double now, double *next)
+static void identify(struct watch *w, double now)
 {
+	double *next = &w->next_ident;
 	int want = 0;
 	for (int k = 0; k < w->nl && !want; k++)
 		want = w->l[k].used && w->l[k].want_ident;
@@ -259,15 +264,91 @@ static void identify(struct watch *w, double now, double *next)
 		if (pid < 0 && ++l->ident_tries < IDENT_TRIES && !l->known)
 			continue;
 		l->want_ident = 0;
-		if (pid > 0)
+		l->ident_tries = 0;
+		if (pid > 0) {
 			l->service_pid = pid;
-		if (l->known)
-			continue; /* a restart: the series keeps its names */
-		if (pid > 0)
-			watch_ident_of(pid, &l->id);
+			l->service_start = own_start_of(pid);
+		} else if (l->known) {
+			l->service_pid = 0; /* (its holder gone, none found: no pid is named) */
+		}
+		/* names read again each time: the same service restarted keeps its series (same
+		 * comm, unit, container, pod), another program on the port gets its own */
+		if (pid > 0) {
+			struct watch_ident id;
+			watch_ident_of(pid, &id);
+			l->id = id;
+		}
 		l->known = 1;
 	}
 	free(hs.h);
+}
+
+void watch_holders_check(struct watch *w)
+{
+	int gone = 0, pid = 0;
+	unsigned long long start = 0;
+	for (int k = 0; k < w->nl; k++) {
+		struct watch_listener *l = &w->l[k];
+		if (!l->used || !l->known || l->service_pid <= 0)
+			continue;
+		if (l->service_pid != pid) /* (a server's listeners come together: read once) */
+			start = own_start_of(pid = l->service_pid);
+		if (start == l->service_start)
+			continue;
+		l->want_ident = 1;
+		gone = 1;
+	}
+	if (gone) {
+		w->next_ident = 0; /* (once per change: the lookup settles it) */
+		identify(w, watch_now());
+	}
+}
+
+/* SIGHUP (what a daemon is sent to look again) and SIGUSR1 (a state line) are asked for,
+ * never an end: their default action would end the watch, unsaid */
+static volatile sig_atomic_t got_hup, got_usr1;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else
+		got_usr1 = 1;
+}
+
+static void hold_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* SIGHUP: the namespaces found again and every listener's service looked up again now */
+static void rescan(struct watch *w)
+{
+	fprintf(stderr, "socktune: watch: SIGHUP: namespaces and listeners' services looked up "
+	        "again\n");
+	watch_scan_ns(w);
+	for (int k = 0; k < w->nl; k++)
+		if (w->l[k].used)
+			w->l[k].want_ident = 1;
+	w->next_ident = 0;
+	identify(w, watch_now());
+}
+
+/* SIGUSR1: one line of what the watch follows and how fresh its samples are */
+static void state_line(const struct watch *w, double now)
+{
+	int listeners = 0, findings = 0;
+	for (int k = 0; k < w->nl; k++)
+		listeners += w->l[k].used && w->l[k].known && !w->l[k].excluded && w->l[k].up;
+	for (int k = 0; k < WATCH_MAX_FINDINGS; k++)
+		findings += w->find[k].used && w->find[k].holds;
+	fprintf(stderr, "socktune: watch: SIGUSR1: %d namespaces, %d listeners shown, %d findings "
+	        "held, %llu listener samples, connection sample %.0f s ago (every %.0f s)\n",
+	        w->nns, listeners, findings, w->samples,
+	        w->conn_sampled_at > 0 ? now - w->conn_sampled_at : 0, w->conn_every);
 }
 
 static int write_textfile(struct watch *w)
@@ -354,13 +435,16 @@ int watch_main(const struct watch_args *a)
 		}
 	}
 	stop_on_signals();
+	hold_signals();
 	signal(SIGPIPE, SIG_IGN);
-	double t0 = watch_now(), next_ident = t0;
+	double t0 = watch_now();
+	w.next_ident = t0;
+	w.started = t0;
 	watch_scan_ns(&w);
 	watch_window_start(&w);
 	sample(&w);
 	watch_conn_sample(&w, watch_now());
-	identify(&w, watch_now(), &next_ident);
+	identify(&w, watch_now());
 	if (a->textfile && write_textfile(&w) != 0) {
 		watch_http_close(lfd);
 		watch_ns_close(&w);
@@ -390,6 +474,15 @@ int watch_main(const struct watch_args *a)
 		if (poll(pf, (nfds_t)n, ms) < 0 && errno != EINTR)
 			break;
 		now = watch_now();
+		if (got_hup) {
+			got_hup = 0;
+			rescan(&w);
+			next_scan = now + SCAN_EVERY_S;
+		}
+		if (got_usr1) {
+			got_usr1 = 0;
+			state_line(&w, now);
+		}
 		if (now >= next_scan) {
 			watch_scan_ns(&w);
 			next_scan = now + SCAN_EVERY_S;
@@ -397,7 +490,7 @@ int watch_main(const struct watch_args *a)
 		if (now >= next_sample) {
 			sample(&w);
 			watch_conn_sample(&w, watch_now());
-			identify(&w, watch_now(), &next_ident);
+			identify(&w, watch_now());
 			next_sample += a->interval;
 			if (next_sample < now) /* (behind: no catching up in a burst) */
 				next_sample = now + a->interval;

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "cli.h"
 #include "diag.h"
@@ -47,9 +48,10 @@ int watch_main(const struct watch_args *a);
 
 /* What names a service across its restarts: its process's comm, and from /proc/PID/cgroup
  * the systemd unit, the container and the Kubernetes pod ("" each when there is none). */
+#define WATCH_UNIT_MAX 255 /* systemd's longest unit name (UNIT_NAME_MAX 256 with its NUL) */
 struct watch_ident {
 	char comm[32];
-	char unit[128];
+	char unit[WATCH_UNIT_MAX + 1];
 	char container[72];
 	char pod[40];
 	char pod_name[64]; /* (the pod's hostname, its name unless the pod sets another) */
@@ -82,6 +84,9 @@ struct watch_ns {
 /* ---- watchfind.c: doctor's accept-queue rules over each window ---- */
 
 #define WATCH_MAX_FINDINGS 256
+/* Quiet windows in a row a finding takes to clear (while its fault recurs in any of the
+ * last this many windows it holds); a flap doubles it */
+#define WATCH_CLEAR_WINDOWS 6
 struct watch_finding {
 	int used;
 	int holds;              /* found in the latest window, or not yet cleared: shown */
@@ -112,6 +117,8 @@ struct watch_listener {
 	int excluded;          /* not held by a PID target: followed, never shown */
 	int ident_tries;       /* lookups that found no holder */
 	int service_pid;       /* its service's process at the latest lookup (fixes only) */
+	unsigned long long service_start; /* that process's start time: another process (a
+	                                   * restart, pid reuse) makes the holder looked up again */
 	struct watch_ident id;
 	/* the latest sample: every socket of it summed (SO_REUSEPORT: the service's queue) */
 	unsigned sockets, queue, backlog;
@@ -132,7 +139,10 @@ struct watch_listener {
 	/* established connections at the latest connection sample (and while one runs) */
 	unsigned long long conns, s_conns;
 	int conns_known;
+	int conn_round;        /* counted by the connection round under way */
+	double conns_at;       /* when conns was counted */
 	int doc_index;         /* its index in the window's record being judged, -1 none */
+	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };
 
 /* ---- watchconn.c: the connections the Nagle rule reads ---- */
@@ -189,10 +199,17 @@ struct watch {
 	/* what the sampling did, for the watch's own metrics */
 	unsigned long long samples, dump_errors, scans, ident_scans;
 	double ident_every;           /* seconds between holder lookups now (their cost) */
+	double next_ident;            /* the next holder lookup, at the earliest */
 	double sample_seconds;        /* summed wall time of the listener samples */
 	unsigned long long l_sample_sockets; /* sockets the latest listener sample returned */
 	/* the connection samples (watchconn.c): when the next is due, their spacing now */
 	double next_conn, conn_every, conn_sample_seconds;
+	double conn_sampled_at;       /* when the latest one ran (0: none yet) */
+	unsigned long long conn_ns_ino; /* where the next round starts: its namespace, */
+	int conn_from;                /* and the listener index in it */
+	unsigned long long conn_rounds_partial; /* rounds that stopped at their budget */
+	int conn_spacing_said;
+	double started;               /* when the watch began */
 	unsigned long long conn_samples, conn_sample_sockets; /* (sockets: in the latest) */
 	unsigned long long ns_not_followed, listeners_not_followed; /* past the caps, now */
 	int ns_cap_said, listener_cap_said;
@@ -226,10 +243,19 @@ void watch_apply_check(struct watch *w);
  * each finding's series and its log lines (appeared, cleared) */
 void watch_window_start(struct watch *w);
 void watch_findings(struct watch *w, double now);
+/* watch.c: the holders of the listeners whose service process is gone (or is another
+ * process now) looked up again at once, so that what is said next names the live one */
+void watch_holders_check(struct watch *w);
 
-/* watchconn.c: each listener's established connections counted, when the next sample is
- * due (at most every 10 s, less often when one costs more than 0.2% of a core) */
+/* watchconn.c: each listener's established connections counted, when the next round is
+ * due (at most every 10 s, less often when one costs more than 0.2% of a core, never more
+ * than WATCH_CONN_MAX_EVERY_S apart), at most WATCH_CONN_BUDGET connections a round, the
+ * listeners in turn */
+#define WATCH_CONN_MAX_EVERY_S 60.0
+#define WATCH_CONN_BUDGET 2000
 void watch_conn_sample(struct watch *w, double now);
+/* Seconds since the listener counted longest ago was counted (since the start: none yet) */
+double watch_conn_age(const struct watch *w, double now);
 
 /* watchns.c: the namespaces of the targets (or of every process), added and dropped; 0 */
 void watch_scan_ns(struct watch *w);
@@ -241,6 +267,9 @@ void watch_ns_close(struct watch *w);
 char *watch_prometheus(struct watch *w, int c, size_t *len);
 
 /* watchhttp.c: GET /metrics on --listen's address */
+/* --listen's "PORT", ":PORT" (127.0.0.1's), "ADDR:PORT", "[ADDR6]:PORT" into an address; 0,
+ * or -1 when it is none of them (watch_parse refuses it: status 2, before anything runs) */
+int watch_http_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len);
 int watch_http_open(const char *spec, char *err, size_t n); /* a listening socket, or -1 */
 /* The pollfds the server wants (at most watch_http_max), their count */
 #define WATCH_HTTP_CLIENTS 8

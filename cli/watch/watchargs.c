@@ -45,7 +45,9 @@ void watch_help(FILE *f)
 	           "the window doctor's accept-queue rules (and its Nagle rule, on the latest "
 	           "connection samples) judge, each in turn (0.1 to 3600; "
 	           "default 10): a finding is a series while it holds, and a line on stderr when it "
-	           "appears and when it clears", NULL);
+	           "appears and when it clears.  It holds while it recurs in any of the last 6 "
+	           "windows: it clears after 6 quiet windows in a row (twice that at each flap, "
+	           "up to 64)", NULL);
 	help_entry(f, "--apply",
 	           "apply the cure of a finding that a socket option cures, once per listener, "
 	           "live through a pidfd_getfd copy: accept-queue-overflow listens again with "
@@ -75,7 +77,10 @@ void watch_help(FILE *f)
 	           "Exit status: 2 for a bad option; 3 when a target is not found or --listen's\n"
 	           "address cannot be bound; 1 when --textfile cannot be written at the first try\n"
 	           "or --apply's journal cannot be opened (refused);\n"
-	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.\n");
+	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.  SIGHUP does not\n"
+	           "end it: the namespaces and every listener's service are looked up again;\n"
+	           "SIGUSR1 writes one line of its state (namespaces, listeners, findings, the\n"
+	           "connection sample's age) on stderr.\n");
 }
 
 /* The inode of the network namespace file path (/run/netns/NAME, /proc/PID/ns/net): 0, or
@@ -130,6 +135,11 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			if (!v || !*v)
 				return usage_error(msg, "watch %s: %s", o, v ? "an empty value"
 				                   : o[2] == 'l' ? "missing ADDR:PORT" : "missing PATH");
+			struct sockaddr_storage ss;
+			socklen_t len;
+			if (o[2] == 'l' && watch_http_parse(v, &ss, &len) != 0)
+				return usage_error(msg, "watch --listen %s: not an address and port (PORT, "
+				                   ":PORT, ADDR:PORT, [ADDR6]:PORT; PORT 1 to 65535)", v);
 			*(o[2] == 'l' ? &a->listen : &a->textfile) = v;
 			i++;
 		} else if (strcmp(o, "--apply") == 0) {

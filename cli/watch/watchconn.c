@@ -8,15 +8,20 @@
  * difference over the spacing, up to WATCH_MAX_CONNS connections: the rest counted only),
  * so memory is bounded whatever the connections.
  *
- * Its cost grows with the connections, so it is spaced by what it costs: at most every
- * CONN_EVERY_S, and a sample that took T s of CPU waits T / CONN_SHARE before the next, so
- * connection samples take at most CONN_SHARE of one core however many there are (measured,
- * make bench case 9 without tcp_info: 25-45 ms at 10,000 connections, every 10-26 s;
- * 200-470 ms at 100,000, every 100-175 s.  With tcp_info, by hand on a loaded machine: 68 ms
- * at 10,000, every 34 s, watch at 0.4% of a core and 9.4 MiB RSS overall).  So at 10,000
- * connections the Nagle rule sees a stall after up to two such spacings.
- * The spacing is a metric (socktune_watch_connection_sample_interval_seconds) and a line on
- * stderr says when it changes. */
+ * Its cost grows with the connections, so a round answers at most WATCH_CONN_BUDGET of
+ * them: the listeners are taken in turn, namespace by namespace, one dump per
+ * DIAG_MAX_PORTS ports, and a round that has its budget stops after its dump; the next
+ * round goes on from there (a listener is counted whole, so one with more connections than
+ * the budget is a round of its own).  The connections a round did not reach keep their
+ * latest sample, so the Nagle rule pairs each listener's two latest.  Rounds are spaced by
+ * what they cost: at most every CONN_EVERY_S, and a round that took T s of CPU waits
+ * T / CONN_SHARE before the next, but never more than WATCH_CONN_MAX_EVERY_S: what is left
+ * of a round's cost past the budget is the kernel's walk of the established table, which a
+ * budget does not shorten, and a watch blind for 10 minutes is worse than one at 2% of a
+ * core (measured, make bench case 9 without tcp_info: 25-45 ms at 10,000 connections;
+ * with tcp_info, by hand on a loaded machine: 68 ms at 10,000).  The spacing, its ceiling
+ * and the age of the oldest listener's count are metrics, and a line on stderr says, once,
+ * that rounds are spaced. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +33,8 @@
 
 #define CONN_EVERY_S 10.0      /* connection samples, at most this often */
 #define CONN_SHARE 0.002       /* of one core the connection samples may take */
-#define CONN_MAX_EVERY_S 600.0 /* however costly, counted at least this often */
+#define CONN_MAX_EVERY_S WATCH_CONN_MAX_EVERY_S
+#define CONN_BUDGET WATCH_CONN_BUDGET
 
 /* The connections of the latest sample and of the one before, by cookie */
 static struct watch_conn tab[2][WATCH_MAX_CONNS];
@@ -108,35 +114,62 @@ static void pair(void)
 	}
 }
 
-/* Namespace ns's listeners' connections, DIAG_MAX_PORTS ports a dump; -1 when a dump failed */
-static int sample_ns(struct watch *w, struct watch_ns *ns, struct conn_ctx *x)
+/* Namespace ns's listeners' connections from listener index from on, in dumps of at most
+ * DIAG_MAX_PORTS ports and, by their latest counts, WATCH_CONN_BUDGET connections, until
+ * the round has its budget: the index to go on from next round, or -1 when the namespace
+ * is done; *failed when a dump failed */
+static int sample_ns(struct watch *w, struct watch_ns *ns, struct conn_ctx *x, int from,
+                     int *failed)
 {
 	unsigned ports[DIAG_MAX_PORTS];
-	int np = 0, rc = 0;
+	int np = 0;
+	unsigned long long expect = 0;
+	struct watch_listener **batch = x->ls;
 	x->n = 0;
-	for (int k = 0; k <= w->nl; k++) {
+	for (int k = from; k <= w->nl; k++) {
 		struct watch_listener *l = k < w->nl ? &w->l[k] : NULL;
 		if (l && (!l->used || !l->up || l->ns_ino != ns->ino))
 			continue;
 		int have = 0;
 		for (int j = 0; l && j < np; j++)
 			have |= ports[j] == l->port;
-		if (l && (have || np < DIAG_MAX_PORTS)) {
-			if (!have)
-				ports[np++] = l->port;
-			x->ls[x->n++] = l;
-			continue;
+		unsigned long long more = l && l->conns_known ? l->conns : 0;
+		int full = !have && (np == DIAG_MAX_PORTS || (np && expect + more > CONN_BUDGET));
+		if (!l || full) {
+			/* one dump, its listeners counted this round */
+			if (np && diag_dump_ports(ns->nl, 1u << TS_ESTABLISHED, 1, ports, np, on_conn,
+			                          x) < 0)
+				*failed = 1;
+			for (int j = 0; np && j < x->n; j++)
+				batch[j]->conn_round = 1;
+			np = x->n = 0;
+			expect = 0;
+			have = 0;
+			if (!l)
+				break;
+			if (x->sockets >= CONN_BUDGET)
+				return k; /* (the rest of the namespace next round) */
 		}
-		/* the end, or the ports full: one dump, and the next begun */
-		if (np && diag_dump_ports(ns->nl, 1u << TS_ESTABLISHED, 1, ports, np, on_conn, x) < 0)
-			rc = -1;
-		np = x->n = 0;
-		if (!l)
-			break;
-		ports[np++] = l->port;
-		x->ls[x->n++] = l;
+		if (!have)
+			ports[np++] = l->port;
+		batch[x->n++] = l;
+		expect += more;
 	}
-	return rc;
+	return -1;
+}
+
+/* The connections the round did not count (their listeners are another round's) carried
+ * from the table before, so that it holds every listener's latest sample */
+static void carry(void)
+{
+	int prev = !cur;
+	for (int k = 0; k < ntab[prev] && ntab[cur] < WATCH_MAX_CONNS; k++) {
+		const struct watch_conn *p = &tab[prev][k];
+		if (p->l->used && p->l->up && !p->l->conn_round)
+			tab[cur][ntab[cur]++] = *p;
+	}
+	/* (by cookie again: the next round's pairing searches this table) */
+	qsort(tab[cur], (size_t)ntab[cur], sizeof tab[cur][0], by_cookie);
 }
 
 void watch_conn_sample(struct watch *w, double now)
@@ -153,18 +186,33 @@ void watch_conn_sample(struct watch *w, double now)
 	cur = !cur;
 	ntab[cur] = 0;
 	for (int k = 0; k < w->nl; k++)
-		w->l[k].s_conns = 0;
-	int failed[WATCH_MAX_NS] = {0};
-	for (int k = 0; k < w->nns; k++) {
+		w->l[k].s_conns = 0, w->l[k].conn_round = 0;
+	/* from where the round before stopped: its namespace (by inode: the table moves), and
+	 * the listener in it */
+	int start = 0;
+	for (int k = 0; k < w->nns; k++)
+		if (w->ns[k].ino == w->conn_ns_ino)
+			start = k;
+	int from = w->conn_from, failed[WATCH_MAX_NS] = {0}, whole = 1;
+	w->conn_ns_ino = 0;
+	w->conn_from = 0;
+	for (int i = 0; i < w->nns; i++) {
+		int k = (start + i) % w->nns;
 		struct watch_ns *ns = &w->ns[k];
-		if (ns->nl >= 0 && sample_ns(w, ns, &x) < 0) {
+		int next = ns->nl >= 0 ? sample_ns(w, ns, &x, i == 0 ? from : 0, &failed[k]) : -1;
+		if (failed[k]) {
 			/* (the answer left half read: a new socket, as the listener sample does) */
-			failed[k] = 1;
 			w->dump_errors++;
 			close(ns->nl);
 			ns->nl = diag_open(ns->pid);
 			if (ns->nl < 0)
 				ns->nl = -1;
+		}
+		if (next >= 0 || (x.sockets >= CONN_BUDGET && i + 1 < w->nns)) {
+			w->conn_ns_ino = next >= 0 ? ns->ino : w->ns[(k + 1) % w->nns].ino;
+			w->conn_from = next >= 0 ? next : 0;
+			whole = 0;
+			break;
 		}
 	}
 	for (int k = 0; k < w->nl; k++) {
@@ -172,28 +220,47 @@ void watch_conn_sample(struct watch *w, double now)
 		int bad = 0;
 		for (int j = 0; j < w->nns; j++)
 			bad |= failed[j] && w->ns[j].ino == l->ns_ino;
-		if (l->used && l->up && !bad) {
+		if (l->used && l->up && l->conn_round && !bad) {
 			l->conns = l->s_conns;
 			l->conns_known = 1;
+			l->conns_at = now;
 		} else if (!l->up) {
 			l->conns_known = 0;
 		}
 	}
 	pair();
+	carry();
 	cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu;
 	w->conn_samples++;
+	w->conn_rounds_partial += !whole;
 	w->conn_sample_seconds += clock_s(CLOCK_MONOTONIC) - t;
 	w->conn_sample_sockets = x.sockets;
-	/* the next one: as often as CONN_SHARE of a core allows */
+	w->conn_sampled_at = now;
+	/* the next one: as often as CONN_SHARE of a core allows, and never later than
+	 * CONN_MAX_EVERY_S (a round's answer is bounded by the budget; what is left, the
+	 * kernel's walk of the table, may then take more than the share) */
 	double every = cpu / CONN_SHARE;
 	every = every < CONN_EVERY_S ? CONN_EVERY_S : every > CONN_MAX_EVERY_S ? CONN_MAX_EVERY_S
 	                                                                       : every;
-	if (every > w->conn_every * 1.5 || every < w->conn_every / 1.5) {
+	if (every > CONN_EVERY_S && !w->conn_spacing_said++)
 		fprintf(stderr, "socktune: watch: a connection sample took %.1f ms of CPU for %llu "
-		        "connections: they are counted every %.0f s%s "
-		        "(socktune_watch_connection_sample_interval_seconds)\n", cpu * 1000, x.sockets,
-		        every, every > CONN_EVERY_S ? ", less often, to stay within 0.2% of a core" : "");
-		w->conn_every = every;
-	}
+		        "connections: they are counted every %.0f s, at most %.0f s apart, %d "
+		        "connections a round (socktune_watch_connection_sample_interval_seconds, "
+		        "socktune_watch_connection_sample_age_seconds); said once\n", cpu * 1000,
+		        x.sockets, every, CONN_MAX_EVERY_S, CONN_BUDGET);
+	w->conn_every = every;
 	w->next_conn = now + w->conn_every;
+}
+
+double watch_conn_age(const struct watch *w, double now)
+{
+	double oldest = 0;
+	for (int k = 0; k < w->nl; k++) {
+		const struct watch_listener *l = &w->l[k];
+		if (l->used && l->up && l->known && !l->excluded) {
+			double age = l->conns_known ? now - l->conns_at : now - w->started;
+			oldest = age > oldest ? age : oldest;
+		}
+	}
+	return oldest;
 }

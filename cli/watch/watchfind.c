@@ -6,10 +6,20 @@
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
  * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
  * doc_queue_findings judges it.  What it finds holds as a series
- * (socktune_finding{id,kind,severity,netns,addr,port} 1) until a window without it, and
+ * (socktune_finding{id,kind,severity,netns,addr,port} 1) until it clears (below), and
  * one logfmt line on stderr says when it appears (with its fixes) and one when it clears.
- * A finding that comes back within FLAP_MEMORY_S of clearing is flapping: each time, the
- * quiet windows it takes to clear double (up to MAX_NEEDED), and its lines say so. */
+ * Hysteresis: a finding raised holds while its fault recurs in any of the last
+ * CLEAR_WINDOWS windows, and clears after CLEAR_WINDOWS quiet windows in a row (a steady
+ * fault that a window misses now and then holds, so an alert's `for:` is not reset); one
+ * that comes back within FLAP_MEMORY_S of clearing is flapping: each time, the quiet windows
+ * it takes to clear double (up to MAX_NEEDED), and its lines say so.
+ *
+ * An earlier overflow (doctor's rule: drops while no client was seen waiting and no SYN was
+ * sent again here) is a tail: the kernel answering, after a burst, handshakes of clients
+ * gone.  It needs that burst: watch, which remembers, calls it so only within TAIL_S of an
+ * overflow it saw clients wait on, and while that finding no longer holds; otherwise the
+ * drops are an overflow of now (clients elsewhere retransmit their SYNs in their own
+ * namespace, where this one's counter cannot see them) and are said as one. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +33,10 @@
 
 #define FLAP_MEMORY_S 600.0
 #define MAX_NEEDED 64
+/* (CLEAR_WINDOWS: watch.h, for the help) */
+#define TAIL_S 63.0 /* the longest a burst's tail lasts: the kernel retries a SYN-ACK 5 times
+                     * (net.ipv4.tcp_synack_retries), after 1, 2, 4, 8, 16 s, and drops the
+                     * request 32 s after the last */
 
 static const char *const counter_names[3] = {"ListenOverflows", "ListenDrops", "TCPSynRetrans"};
 static const int counter_index[3] = {C_LISTEN_OVERFLOWS, C_LISTEN_DROPS, C_SYN_RETRANS};
@@ -135,7 +149,7 @@ static struct watch_finding *found(struct watch *w, const struct doc_finding *df
 	} else {
 		memset(f, 0, sizeof *f);
 		memcpy(f->id, id, sizeof id);
-		f->needed = 1;
+		f->needed = WATCH_CLEAR_WINDOWS;
 	}
 	f->used = f->holds = 1;
 	f->absent = 0;
@@ -188,6 +202,37 @@ static void conns_in(struct doctor *d, struct watch_listener **map)
 	}
 }
 
+/* Whether finding kind holds on listener l */
+static int holds_on(const struct watch *w, const char *kind, const struct watch_listener *l)
+{
+	char id[17];
+	make_id(id, kind, l->ns_ino, l->family, l->addr, l->port);
+	for (int k = 0; k < WATCH_MAX_FINDINGS; k++)
+		if (w->find[k].used && w->find[k].holds && strcmp(w->find[k].id, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* An earlier overflow on l without the burst it would be the tail of (none seen within
+ * TAIL_S, or that one holds still): the overflow of now */
+static void live_overflow(const struct watch *w, struct doc_finding *df,
+                          struct watch_listener *l, double now)
+{
+	if (strcmp(df->kind, "earlier-overflow") != 0)
+		return;
+	int tail = l->overflow_seen > 0 && now - l->overflow_seen <= TAIL_S &&
+	           !holds_on(w, "accept-queue-overflow", l);
+	if (tail)
+		return;
+	df->kind = "accept-queue-overflow";
+	df->severity = SEV_CRITICAL;
+	snprintf(df->summary, sizeof df->summary, "the accept queue filled and the kernel dropped "
+	         "connection attempts in this window: clients wait 1 s, 3 s, 7 s to retry");
+	doc_note(df, "no connection was seen waiting and no SYN was sent again in this namespace "
+	         "(clients elsewhere retransmit in theirs), but no overflow in the last %.0f s left "
+	         "a tail these drops could be (or that one holds still): they are of now", TAIL_S);
+}
+
 /* One chunk of the window in doctor's record, judged: the accept queue's rules, and the
  * Nagle and delayed-ACK rules on the connections */
 static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
@@ -199,9 +244,12 @@ static void judge(struct watch *w, struct doctor *d, struct watch_listener **map
 	doc_nagle_findings(d, &fs);
 	doc_delack_findings(d, &fs);
 	for (int k = 0; k < fs.n; k++) {
-		const struct doc_finding *df = &fs.f[k];
+		struct doc_finding *df = &fs.f[k];
 		if (df->listener < 0 || df->listener >= d->nl)
 			continue;
+		live_overflow(w, df, map[df->listener], now);
+		if (strcmp(df->kind, "accept-queue-overflow") == 0)
+			map[df->listener]->overflow_seen = now;
 		struct watch_finding *f = found(w, df, map[df->listener], now);
 		if (f) {
 			seen[f - w->find] = 1;
@@ -259,6 +307,7 @@ void watch_findings(struct watch *w, double now)
 	static long long end[WATCH_MAX_NS][3];
 	static int seen[WATCH_MAX_FINDINGS];
 	memset(seen, 0, sizeof seen);
+	watch_holders_check(w); /* (a fix names the live holder, never one that exited) */
 	watch_apply_check(w);
 	for (int k = 0; k < w->nl; k++)
 		w->l[k].doc_index = -1;

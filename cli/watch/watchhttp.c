@@ -58,8 +58,7 @@ static void init_clients(void)
 	clients_ready = 1;
 }
 
-/* "PORT", ":PORT" (127.0.0.1), "ADDR:PORT", "[ADDR6]:PORT" */
-static int parse_spec(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
+int watch_http_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[64] = "127.0.0.1";
 	const char *port = spec, *colon = strrchr(spec, ':');
@@ -103,7 +102,7 @@ int watch_http_open(const char *spec, char *err, size_t n)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	init_clients();
-	if (parse_spec(spec, &ss, &len) != 0) {
+	if (watch_http_parse(spec, &ss, &len) != 0) {
 		snprintf(err, n, "not an address and port (PORT, ADDR:PORT, [ADDR6]:PORT)");
 		return -1;
 	}

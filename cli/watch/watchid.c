@@ -147,7 +147,7 @@ void watch_ident_of(int pid, struct watch_ident *id)
 {
 	memset(id, 0, sizeof *id);
 	comm_of(pid, id->comm, sizeof id->comm);
-	char path[64], line[1024], best[1024] = "";
+	char path[64], line[4096], best[4096] = ""; /* (a path of 255-byte names) */
 	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
 	FILE *f = fopen(path, "re");
 	/* cgroup v2's "0::PATH"; on a v1 host systemd's own hierarchy, "N:name=systemd:PATH" */

@@ -58,6 +58,58 @@ static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long
 	}
 }
 
+static unsigned long long caps_of(int pid, const char *which)
+{
+	char path[64], line[256];
+	unsigned long long v = 0;
+	snprintf(path, sizeof path, pid > 0 ? "/proc/%d/status" : "/proc/self/status", pid);
+	FILE *f = fopen(path, "re");
+	size_t n = strlen(which);
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, which, n) == 0 && line[n] == ':')
+			v = strtoull(line + n + 1, NULL, 16);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Why /proc/PID/ns/net of pid is refused to this process (the kernel's ptrace read check):
+ * CAP_SYS_PTRACE when it lacks it; else, root too is refused a target that holds
+ * capabilities it lacks (a unit's CapabilityBoundingSet=, a container's dropped set):
+ * those are named, as the cause */
+static void denied_cause(int pid, char *out, size_t n)
+{
+	static const char *const names[] = {
+		"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
+		"SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST",
+		"NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO",
+		"SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
+		"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE",
+		"AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM",
+		"BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE"};
+	unsigned long long mine = caps_of(0, "CapEff"), theirs = caps_of(pid, "CapPrm");
+	unsigned long long missing = theirs & ~mine;
+	if (!(mine & (1ull << 19))) { /* CAP_SYS_PTRACE */
+		snprintf(out, n, "CAP_SYS_PTRACE");
+		return;
+	}
+	out[0] = '\0';
+	size_t used = 0;
+	for (unsigned k = 0; k < 64 && used < n; k++)
+		if (missing & (1ull << k)) {
+			char num[16];
+			snprintf(num, sizeof num, "%u", k);
+			used += (size_t)snprintf(out + used, n - used, "%sCAP_%s", used ? ", " : "",
+			                         k < sizeof names / sizeof *names ? names[k] : num);
+		}
+	if (used < n && missing)
+		snprintf(out + used, n - used, ": the process holds %s this watch lacks, and the kernel "
+		         "refuses it to a process with fewer capabilities, root too",
+		         __builtin_popcountll(missing) > 1 ? "them" : "it");
+	else if (!missing)
+		snprintf(out, n, "another user namespace's, or a security module's refusal");
+}
+
 void watch_scan_ns(struct watch *w)
 {
 	unsigned long long mine = netns_of(0);
@@ -94,11 +146,14 @@ void watch_scan_ns(struct watch *w)
 			closedir(proc);
 		/* a namespace only such processes are in is not found at all: said, not left out
 		 * in silence */
-		if (denied && !w->ns_denied_said++)
+		if (denied && !w->ns_denied_said++) {
+			char cause[512];
+			denied_cause(example, cause, sizeof cause);
 			fprintf(stderr, "socktune: watch: the network namespace of %d processes (pid %d "
-			        "first) is not readable by this user (/proc/PID/ns/net: CAP_SYS_PTRACE): "
+			        "first) is not readable by this process (/proc/PID/ns/net: %s): "
 			        "listeners in a namespace only they are in are not watched\n", denied,
-			        example);
+			        example, cause);
+		}
 	}
 	/* a namespace no process is in any more: its socket goes (its listeners with it) */
 	int kept = 0;

@@ -21,7 +21,8 @@ enum metric {
 	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_LISTENERS, M_FINDING,
 	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
 	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
-	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS,
+	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS, M_C_EVERY_MAX, M_C_AGE,
+	M_C_BUDGET, M_C_PARTIAL,
 };
 
 static const struct prom_family families[] = {
@@ -46,7 +47,9 @@ static const struct prom_family families[] = {
 	{M_NS_LISTENERS, S_NETNS, "socktune_netns_listeners", "gauge",
 	 "listeners watched in the namespace"},
 	{M_FINDING, S_FINDING, "socktune_finding", "gauge",
-	 "1 while one of doctor's findings holds (its fixes: the line on stderr when it appeared)"},
+	 "1 while one of doctor's findings holds: raised by a window, held while it recurs in "
+	 "any of the last 6 windows, cleared after 6 quiet ones in a row (its fixes: the line on "
+	 "stderr when it appeared)"},
 	{M_SAMPLES, S_WATCH, "socktune_watch_samples_total", "counter",
 	 "listener samples taken (every namespace each)"},
 	{M_SAMPLE_SECONDS, S_WATCH, "socktune_watch_sample_seconds_total", "counter",
@@ -72,7 +75,18 @@ static const struct prom_family families[] = {
 	{M_C_SECONDS, S_WATCH, "socktune_watch_connection_sample_seconds_total", "counter",
 	 "wall time the connection samples took"},
 	{M_C_EVERY, S_WATCH, "socktune_watch_connection_sample_interval_seconds", "gauge",
-	 "seconds between connection samples now: 10, more when one costs over 0.2% of a core"},
+	 "seconds between connection samples now: 10, more when one costs over 0.2% of a core, "
+	 "at most socktune_watch_connection_sample_interval_max_seconds"},
+	{M_C_EVERY_MAX, S_WATCH, "socktune_watch_connection_sample_interval_max_seconds", "gauge",
+	 "the ceiling of the spacing of connection samples, whatever one costs"},
+	{M_C_AGE, S_WATCH, "socktune_watch_connection_sample_age_seconds", "gauge",
+	 "seconds since the listener counted longest ago had its connections counted (the "
+	 "Nagle rule is blind to a listener for as long)"},
+	{M_C_BUDGET, S_WATCH, "socktune_watch_connection_sample_budget", "gauge",
+	 "connections a connection sample answers at most: past it, the next listeners are "
+	 "the next sample's"},
+	{M_C_PARTIAL, S_WATCH, "socktune_watch_connection_samples_partial_total", "counter",
+	 "connection samples that stopped at their budget (the rest of the listeners next)"},
 	{M_C_SOCKETS, S_WATCH, "socktune_watch_connection_sample_sockets", "gauge",
 	 "connections the latest connection sample returned (the kernel's port filter: the "
 	 "listeners' own)"},
@@ -184,6 +198,18 @@ static void watch_samples(FILE *out, enum metric k, const struct watch *w)
 		break;
 	case M_C_SOCKETS:
 		fprintf(out, "%llu", w->conn_sample_sockets);
+		break;
+	case M_C_EVERY_MAX:
+		fprintf(out, "%.0f", WATCH_CONN_MAX_EVERY_S);
+		break;
+	case M_C_AGE:
+		fprintf(out, "%.1f", watch_conn_age(w, watch_now()));
+		break;
+	case M_C_BUDGET:
+		fprintf(out, "%d", WATCH_CONN_BUDGET);
+		break;
+	case M_C_PARTIAL:
+		fprintf(out, "%llu", w->conn_rounds_partial);
 		break;
 	case M_H_EVERY:
 		fprintf(out, "%.0f", w->ident_every > 0 ? w->ident_every : 1.0);

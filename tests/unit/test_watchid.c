@@ -11,6 +11,7 @@
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID "3f5c2a1e-7b9d-4c8e-a1f2-0123456789ab"
+#define LONG247 ID64 ID64 ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456"
 #define UID_ "3f5c2a1e_7b9d_4c8e_a1f2_0123456789ab"
 
 static const struct {
@@ -31,6 +32,9 @@ static const struct {
 	{"/system.slice/docker-" ID64 "0.scope", "", "", ""},      /* 65 hex: no id */
 	{"/kubepods/burstable/podnotauid", "", "", ""},
 	{"/system.slice/.service", "", "", ""},
+	/* systemd's longest unit name, 255 bytes, kept whole (a 128-byte field emptied it) */
+	{"/system.slice/" LONG247 ".service", LONG247 ".service", "", ""},
+	{"/system.slice/" LONG247 "x.service", "", "", ""}, /* 256: not a unit name */
 };
 
 int main(void)
