@@ -371,12 +371,39 @@ static void on_env_error(void *ctx, const char *name, const char *value, const c
 	usage_error(e->msg, "%s=%s: %s", name, value, msg);
 }
 
+/* An option given on the command line replaces its SOCKTUNE_* variable.  When the variable
+ * held another value (by what it means: yes and 1 are one value), one line on stderr names
+ * both, so that a value set in a Dockerfile's ENV or a ConfigMap that an entrypoint's option
+ * overrides is not dropped silently; a bad value is named with its error.  Not an error: the
+ * option is what the program runs with. */
+static void say_override(int id, const char *given)
+{
+	const struct st_var *v = &st_vars[id];
+	const char *was = getenv(v->env);
+	if (!was)
+		return;
+	static struct st_policy a, b; /* (large: not on the stack) */
+	char err[200], unused[200];
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	int bad = st_policy_set(&a, (enum st_var_id)id, was, err, sizeof err) != 0;
+	st_policy_set(&b, (enum st_var_id)id, given, unused, sizeof unused);
+	if (!bad && memcmp(&a, &b, sizeof a) == 0)
+		return;
+	fprintf(stderr, "socktune: --%s%s%s overrides %s=%s from the environment%s%s%s\n",
+	        v->option, v->type == ST_T_BOOL ? "=" : " ", given, v->env, was,
+	        bad ? " (which is not valid: " : "", bad ? err : "", bad ? ")" : "");
+}
+
 /* Put the command-line values into the environment, then read the whole environment the
  * way the library will: a bad SOCKTUNE_* value there stops us before anything runs (each
- * one a line on msg, then CLI_BAD).  A bad variable that an option replaces is gone, so it
- * is not an error. */
+ * one a line on msg, then CLI_BAD).  A variable that an option replaces is said
+ * (say_override) and gone, so a bad one is not an error. */
 enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg)
 {
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (c->given[i])
+			say_override(i, c->given[i]);
 	for (int i = 0; i < ST_V_COUNT; i++)
 		if (c->given[i] && setenv(st_vars[i].env, c->given[i], 1) != 0)
 			return usage_error(msg, "%s: %s", st_vars[i].env, strerror(errno));
