@@ -32,14 +32,18 @@ void run_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check|attach|doctor|stats|watch|revert ... (socktune SUBCOMMAND --help)\n"
+	        "       socktune check|attach|detach|doctor|stats|watch|revert ...\n"
+	        "                (each with its own: socktune SUBCOMMAND --help)\n"
+	        "       socktune --schema | --list-options [SUBCOMMAND] | --help | --version\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
 	        "tunes its TCP listeners and logs what the kernel applied.\n"
 	        "\n"
 	        "Subcommands, each with its own --help:\n"
 	        "  check    what this host will grant for the same options, and why\n"
-	        "  attach   tune a server that is already running, from outside\n"
+	        "  attach   tune a server that is already running, from outside (--cgroup: the\n"
+	        "           kernel tunes its next connections)\n"
+	        "  detach   remove what attach --cgroup or --cgroup left attached to a cgroup\n"
 	        "  doctor   watch a running server's listeners and connections and name the\n"
 	        "           setting that cures what it saw\n"
 	        "  stats    read the statistics file the library writes (--stats PATH)\n"
@@ -66,6 +70,11 @@ void run_help(FILE *f)
 	help_entry(f, "--print-library", "print the path of the library the command preloads (for "
 	           "an LD_PRELOAD= line) and exit", NULL);
 	help_entry(f, "--help, --version", "", NULL);
+	fprintf(f, "\nAlone on the command line:\n");
+	help_entry(f, "--schema", "print every key of the JSON outputs: its name, type and "
+	           "meaning", NULL);
+	help_entry(f, "--list-options [SUBCOMMAND]", "the subcommands, one a line; with one (run: "
+	           "this wrapper), its options: what the bash completion offers", NULL);
 	fprintf(f,
 	        "\n"
 	        "Options end at '--' or at the first argument that is not an option.  A first\n"
