@@ -114,10 +114,11 @@ enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *m
 }
 
 /* A round's text on stdout.  Written in pieces of at most PIPE_BUF, each once stdout takes
- * it (poll), so a reader that reads nothing keeps the command waiting in ppoll, where the
- * first SIGINT or SIGTERM ends the wait (the signals are blocked anywhere else here, so one
- * that comes just before the wait is not lost); what the reader has not taken of the round
- * is dropped and the command ends by the signal.  0, or 1 (said, unless a signal ended it). */
+ * it (poll: a pipe then takes the piece without waiting), so a reader that reads nothing
+ * keeps the command waiting in ppoll, where the first SIGINT or SIGTERM ends the wait (the
+ * signals are blocked from the check of stop_signal to the wait, so one that comes just
+ * before it is not lost); what the reader has not taken of the round is dropped and the
+ * command ends by the signal.  0, or 1 (said, unless a signal ended it). */
 static int put_stdout(const char *text, size_t len)
 {
 	sigset_t stop, old;
@@ -139,7 +140,13 @@ static int put_stdout(const char *text, size_t len)
 			fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(EBADF));
 			r = 1;
 		} else {
+			/* (unblocked again for the write: a socket or a terminal may still make it wait,
+			 * and a signal then ends it with EINTR) */
+			sigprocmask(SIG_SETMASK, &old, NULL);
 			ssize_t w = write(STDOUT_FILENO, text, len < PIPE_BUF ? len : PIPE_BUF);
+			int e = errno;
+			sigprocmask(SIG_BLOCK, &stop, NULL);
+			errno = e;
 			if (w < 0 && errno != EINTR && errno != EAGAIN) {
 				fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(errno));
 				r = 1;
