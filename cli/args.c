@@ -32,14 +32,18 @@ void run_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check|attach|doctor|stats|watch|revert ... (socktune SUBCOMMAND --help)\n"
+	        "       socktune check|attach|detach|doctor|stats|watch|revert ...\n"
+	        "                (each with its own: socktune SUBCOMMAND --help)\n"
+	        "       socktune --schema | --list-options [SUBCOMMAND] | --help | --version\n"
 	        "\n"
 	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
 	        "tunes its TCP listeners and logs what the kernel applied.\n"
 	        "\n"
 	        "Subcommands, each with its own --help:\n"
 	        "  check    what this host will grant for the same options, and why\n"
-	        "  attach   tune a server that is already running, from outside\n"
+	        "  attach   tune a server that is already running, from outside (--cgroup: the\n"
+	        "           kernel tunes its next connections)\n"
+	        "  detach   remove what attach --cgroup or --cgroup left attached to a cgroup\n"
 	        "  doctor   watch a running server's listeners and connections and name the\n"
 	        "           setting that cures what it saw\n"
 	        "  stats    read the statistics file the library writes (--stats PATH)\n"
@@ -66,6 +70,11 @@ void run_help(FILE *f)
 	help_entry(f, "--print-library", "print the path of the library the command preloads (for "
 	           "an LD_PRELOAD= line) and exit", NULL);
 	help_entry(f, "--help, --version", "", NULL);
+	fprintf(f, "\nAlone on the command line:\n");
+	help_entry(f, "--schema", "print every key of the JSON outputs: its name, type and "
+	           "meaning", NULL);
+	help_entry(f, "--list-options [SUBCOMMAND]", "the subcommands, one a line; with one (run: "
+	           "this wrapper), its options: what the bash completion offers", NULL);
 	fprintf(f,
 	        "\n"
 	        "Options end at '--' or at the first argument that is not an option.  A first\n"
@@ -371,12 +380,39 @@ static void on_env_error(void *ctx, const char *name, const char *value, const c
 	usage_error(e->msg, "%s=%s: %s", name, value, msg);
 }
 
+/* An option given on the command line replaces its SOCKTUNE_* variable.  When the variable
+ * held another value (by what it means: yes and 1 are one value), one line on stderr names
+ * both, so that a value set in a Dockerfile's ENV or a ConfigMap that an entrypoint's option
+ * overrides is not dropped silently; a bad value is named with its error.  Not an error: the
+ * option is what the program runs with. */
+static void say_override(int id, const char *given)
+{
+	const struct st_var *v = &st_vars[id];
+	const char *was = getenv(v->env);
+	if (!was)
+		return;
+	static struct st_policy a, b; /* (large: not on the stack) */
+	char err[200], unused[200];
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	int bad = st_policy_set(&a, (enum st_var_id)id, was, err, sizeof err) != 0;
+	st_policy_set(&b, (enum st_var_id)id, given, unused, sizeof unused);
+	if (!bad && memcmp(&a, &b, sizeof a) == 0)
+		return;
+	fprintf(stderr, "socktune: --%s%s%s overrides %s=%s from the environment%s%s%s\n",
+	        v->option, v->type == ST_T_BOOL ? "=" : " ", given, v->env, was,
+	        bad ? " (which is not valid: " : "", bad ? err : "", bad ? ")" : "");
+}
+
 /* Put the command-line values into the environment, then read the whole environment the
  * way the library will: a bad SOCKTUNE_* value there stops us before anything runs (each
- * one a line on msg, then CLI_BAD).  A bad variable that an option replaces is gone, so it
- * is not an error. */
+ * one a line on msg, then CLI_BAD).  A variable that an option replaces is said
+ * (say_override) and gone, so a bad one is not an error. */
 enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg)
 {
+	for (int i = 0; i < ST_V_COUNT; i++)
+		if (c->given[i])
+			say_override(i, c->given[i]);
 	for (int i = 0; i < ST_V_COUNT; i++)
 		if (c->given[i] && setenv(st_vars[i].env, c->given[i], 1) != 0)
 			return usage_error(msg, "%s: %s", st_vars[i].env, strerror(errno));

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 #include <sys/socket.h>
 
 #include "socktune.h"
@@ -73,6 +74,9 @@ enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg
  * stop_on_signals, and a second signal ends the command at once. */
 extern volatile sig_atomic_t stop_signal;
 void stop_on_signals(void);
+/* The same, but a call that is waiting (EINTR) returns at the first signal, not restarted:
+ * for a loop whose calls may wait on another party for ever (stats --watch). */
+void stop_on_signals_now(void);
 const char *stop_name(void); /* "SIGINT" or "SIGTERM" */
 /* status when no signal came; else the command ends now by that signal (output flushed),
  * the shell's status 128 + its number.  main's last word. */
@@ -315,6 +319,10 @@ struct stats_view {
 /* 0; EXIT_NOT_FOUND when there is no such file; or 1 (unreadable, not a stats file,
  * another version); a message on stderr for both. */
 int stats_view_load(const char *path, struct stats_view *v);
+/* The table of one file on out (stats_view_load's status). */
+int stats_table(FILE *out, const char *path);
+/* What a file of this mode is when it is not a regular file ("a FIFO"), else NULL. */
+const char *stats_not_regular(mode_t mode);
 int stats_running(const struct st_stats_file *f);
 /* A slot's accept queue now: the kernel's (*from_kernel 1), else the file's last sample */
 int stats_queue_now(const struct stats_view *v, int slot, int *from_kernel);

@@ -44,7 +44,7 @@ void help_entry(FILE *f, const char *head, const char *text, const char *tail)
 void help_policy(FILE *f, int (*takes)(int id))
 {
 	fprintf(f, "Options (each sets the SOCKTUNE_* variable shown; given here, it wins over the\n"
-	           "environment):\n");
+	           "environment, and a variable it overrides with another value is said):\n");
 	for (int i = 0; i < ST_V_COUNT; i++) {
 		if (takes && !takes(i))
 			continue;

@@ -2,7 +2,9 @@
  * end doctor's window, attach --follow and stats --watch once what is under way is done
  * (the report, the summary, the round being printed); then the command ends by that same
  * signal, so that the shell's status is 128 + its number (130, 143) and a parent sees a
- * signal: systemd counts a SIGTERM stop as clean, and a shell loop stops at ^C. */
+ * signal: systemd counts a SIGTERM stop as clean, and a shell loop stops at ^C.  stats
+ * --watch, whose round may wait on others (a file, a pipe's reader), ends at the first signal
+ * even then (stop_on_signals_now). */
 #include <signal.h>
 #include <stdio.h>
 
@@ -16,13 +18,25 @@ static void on_stop(int sig)
 	signal(sig, SIG_DFL); /* a second one ends the command at once */
 }
 
-void stop_on_signals(void)
+static void install(int flags)
 {
-	/* SA_RESTART: a line being written is finished; a sleep or a poll returns at once */
-	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = flags};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+void stop_on_signals(void)
+{
+	install(SA_RESTART); /* a line being written is finished; a sleep or a poll returns at once */
+}
+
+void stop_on_signals_now(void)
+{
+	/* Without SA_RESTART a call that waits on another party (an open or a read that the
+	 * kernel lets sleep, a write to a pipe whose reader reads nothing) returns EINTR at the
+	 * first signal instead of going back to sleep, so that signal is not swallowed. */
+	install(0);
 }
 
 const char *stop_name(void)

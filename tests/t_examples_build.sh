@@ -4,8 +4,9 @@
 # stage's WORKDIR), its RUN lines that run make run there as written (a clean environment,
 # DESTDIR under $TMP; the package manager's lines are the image's business), and the tree the
 # runtime stage copies (COPY --from=build) holds the command and the library.  That installed
-# command then runs the image's ENTRYPOINT options on a python server, which reads from the
-# kernel the backlog of its listener and TCP_NODELAY on its accepted connection; the library
+# command then runs the image's ENTRYPOINT, with its ENV's SOCKTUNE_* variables, on a python
+# server, which reads from the kernel the backlog of its listener and TCP_NODELAY on its
+# accepted connection; the library
 # is in the server's /proc/PID/maps, at the path `socktune --print-library` prints.  Alpine's
 # stage is also built with musl-gcc (link only: a musl library cannot go into Debian's python).
 # Last, the library links with -z defs: a tree without common/ (what the Dockerfiles used to
@@ -96,12 +97,15 @@ for f in "$ROOT"/examples/docker/Dockerfile.*; do
 		-x "$root/bin/socktune" -a -f "$root/lib/libsocktune.so"
 	[ -x "$root/bin/socktune" ] || continue
 
-	# the ENTRYPOINT's options, the installed command in place of "socktune"
-	opts=$(sed -n 's/^ENTRYPOINT \[ *"socktune", *\(.*\)\]/\1/p' "$f" | tr -d '",' | sed 's/ --$//')
-	want=$(printf '%s\n' "$opts" | sed -n 's/.*--backlog \([0-9]*\).*/\1/p')
+	# the ENTRYPOINT's options, the installed command in place of "socktune", with the
+	# SOCKTUNE_* variables of the image's ENV lines (KEY=value pairs)
+	opts=$(sed -n 's/^ENTRYPOINT \[ *"socktune", *\(.*\)\]/\1/p' "$f" | tr -d '",' | sed 's/ *--$//')
+	envs=$(sed -n 's/^ENV  *//p' "$f" | tr ' ' '\n' | grep '^SOCKTUNE_[A-Z0-9_]*=' | tr -d '"' | tr '\n' ' ')
+	want=$(printf '%s\n' "$envs" | tr ' ' '\n' | sed -n 's/^SOCKTUNE_BACKLOG=\([0-9]*\)$/\1/p')
+	want=${want:-$(printf '%s\n' "$opts" | sed -n 's/.*--backlog \([0-9]*\).*/\1/p')}
 	[ "${want:-0}" -gt "$somaxconn" ] && want=$somaxconn
-	# shellcheck disable=SC2086 # the options' words
-	if start_server "$n.srv" -- "$root/bin/socktune" $opts -- $PY "$ROOT/tests/py/optserver.py" --count 1; then
+	# shellcheck disable=SC2086 # the options' and the variables' words
+	if start_server "$n.srv" $envs -- "$root/bin/socktune" $opts -- $PY "$ROOT/tests/py/optserver.py" --count 1; then
 		maps=$(grep -c "$root/lib/libsocktune.so" "/proc/$SRV_PID/maps" 2>/dev/null)
 		printed=$("$root/bin/socktune" --print-library 2>&1)
 		$PY -c "import socket; s=socket.create_connection(('127.0.0.1',$SRV_PORT),timeout=5); s.send(b'x'); s.recv(1)" 2>/dev/null

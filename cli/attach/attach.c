@@ -236,6 +236,10 @@ static int target_of(const char *s, enum svc_scope *scope, int *pid, unsigned *p
 	return EXIT_USAGE;
 }
 
+/* Why nothing was tuned when no failure was said (a process with no TCP socket, a port whose
+ * listeners closed meanwhile): the text says it on stderr, the JSON in "error". */
+static const char nothing_found[] = "nothing tuned: no TCP socket of the targets was found to tune";
+
 /* --json: the run's one document, with its counts and its status (a signal's, 128 + it, when
  * one ended --follow: main ends by it), written at the end. */
 static void write_document(struct attach_state *t, int status)
@@ -246,7 +250,7 @@ static void write_document(struct attach_state *t, int status)
 	if (status != 0 && !t->error[0])
 		snprintf(t->error, sizeof t->error, "%s",
 		         t->tuned ? "some options or targets were refused (the warnings say which)"
-		                  : "nothing tuned: no TCP socket of the targets was found to tune");
+		                  : nothing_found);
 	if (stop_signal)
 		status = 128 + stop_signal;
 	if (t->error[0])
@@ -359,6 +363,8 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 	/* 0: something tuned and nothing refused; 1: some refused; 3: nothing tuned (after a
 	 * signal, main ends by it) */
 	int status = t.tuned == 0 ? EXIT_NOT_FOUND : t.refused ? 1 : 0;
+	if (t.tuned == 0 && t.refused == 0 && !t.write_err)
+		fprintf(stderr, "socktune: attach: %s\n", nothing_found);
 	if (a->json && !t.write_err)
 		write_document(&t, status);
 	if (fflush(stdout) != 0 && !t.write_err)

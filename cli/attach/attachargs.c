@@ -134,7 +134,8 @@ void attach_help(FILE *f)
 	        "\n"
 	        "Exit status: 0 when every socket found was tuned; 1 when some were refused or\n"
 	        "the lines could not be written; 2 for a bad option, an option that reaches\n"
-	        "nothing, or nothing to apply; 3 when nothing was tuned (no such process, no\n"
-	        "listener on the port, none this user may reach); --follow: 130 on SIGINT, 143\n"
-	        "on SIGTERM, after a summary line on stderr.\n");
+	        "nothing, or nothing to apply; 3 when nothing was tuned (no such process, a\n"
+	        "process with no TCP socket, no listener on the port, none this user may reach:\n"
+	        "said on stderr); --follow: 130 on SIGINT, 143 on SIGTERM, after a summary line\n"
+	        "on stderr.\n");
 }

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "socktune.h"
 #include "socktune_stats.h"
@@ -35,7 +38,8 @@ void stats_help(FILE *f)
 	        "\n"
 	        "Reads the statistics file a program under the library writes (--stats PATH,\n"
 	        "SOCKTUNE_STATS; %%p in it is the pid): its listeners' counters, live when the\n"
-	        "process still runs, and the network namespace's drops.\n"
+	        "process still runs, and the network namespace's drops.  A FILE that is not a\n"
+	        "regular file (a FIFO, a device) is refused at once, never read.\n"
 	        "\n"
 	        "Options:\n");
 	help_entry(f, "--json", "print one JSON document of every FILE (= --format json; with "
@@ -48,14 +52,16 @@ void stats_help(FILE *f)
 	help_entry(f, "--watch SECONDS", "print again every SECONDS seconds, until interrupted; "
 	           "with --format prometheus a FILE with * ? [ is a pattern (quoted), matched again "
 	           "each round, so a server started later is read; a process that exited is written "
-	           "once more (socktune_process_running 0), then left out", NULL);
+	           "once more (socktune_process_running 0), then left out; a match that is not a "
+	           "regular file is left out, said once", NULL);
 	help_entry(f, "--count N", "with --watch: N times, then exit", NULL);
 	help_entry(f, "--help", "", NULL);
 	fprintf(f, "\n"
 	           "Exit status: 0; 1 when a file cannot be read as a stats file or the output\n"
 	           "cannot be written; 2 for a bad option; 3 when FILE does not exist (prometheus:\n"
 	           "when none of the FILEs does); 130 on SIGINT, 143 on SIGTERM (--watch: after\n"
-	           "the round being printed).\n");
+	           "the round being printed; at once while its files are read or while stdout's\n"
+	           "reader takes nothing).\n");
 }
 
 enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg)
@@ -107,34 +113,102 @@ enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *m
 	return CLI_GO;
 }
 
+/* A round's text on stdout.  Written in pieces of at most PIPE_BUF, each once stdout takes
+ * it (poll: a pipe then takes the piece without waiting), so a reader that reads nothing
+ * keeps the command waiting in ppoll, where the first SIGINT or SIGTERM ends the wait (the
+ * signals are blocked from the check of stop_signal to the wait, so one that comes just
+ * before it is not lost); what the reader has not taken of the round is dropped and the
+ * command ends by the signal.  0, or 1 (said, unless a signal ended it). */
+static int put_stdout(const char *text, size_t len)
+{
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	int r = 0;
+	while (len && !r) {
+		struct pollfd pf = {.fd = STDOUT_FILENO, .events = POLLOUT};
+		if (stop_signal) {
+			r = 1;
+		} else if (ppoll(&pf, 1, NULL, &old) < 0) {
+			if (errno != EINTR) {
+				fprintf(stderr, "socktune: stats: stdout: poll: %s\n", strerror(errno));
+				r = 1;
+			}
+		} else if (!(pf.revents & POLLOUT) && (pf.revents & POLLNVAL)) {
+			fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(EBADF));
+			r = 1;
+		} else {
+			/* (unblocked again for the write: a socket or a terminal may still make it wait,
+			 * and a signal then ends it with EINTR) */
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			ssize_t w = write(STDOUT_FILENO, text, len < PIPE_BUF ? len : PIPE_BUF);
+			int e = errno;
+			sigprocmask(SIG_BLOCK, &stop, NULL);
+			errno = e;
+			if (w < 0 && errno != EINTR && errno != EAGAIN) {
+				fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(errno));
+				r = 1;
+			}
+			if (w > 0) {
+				text += w;
+				len -= (size_t)w;
+			}
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* A round is made in memory (text_open), then written whole: to stdout by put_stdout, or
+ * replacing --output. */
+struct text {
+	char *p;
+	size_t len;
+	FILE *f;
+};
+
+static FILE *text_open(struct text *t)
+{
+	t->p = NULL;
+	t->len = 0;
+	t->f = open_memstream(&t->p, &t->len);
+	if (!t->f)
+		perror("socktune stats: open_memstream");
+	return t->f;
+}
+
+/* 0 when the text is whole; 1 (said, t freed) when memory ran out */
+static int text_close(struct text *t)
+{
+	if (fclose(t->f) == 0)
+		return 0;
+	perror("socktune stats: open_memstream");
+	free(t->p);
+	return 1;
+}
+
 /* The Prometheus text of n files (views[i] NULL: paths[i] could not be read), to stdout or
  * replacing --output; 0, or 1 when it could not be written. */
 static int write_round(const struct stats_args *s, const char *const *paths,
                        struct stats_view *const *views, int n)
 {
-	if (!s->output) {
-		stats_prometheus(stdout, paths, views, n);
-		return fflush(stdout) == 0 ? 0 : 1;
-	}
-	char *text = NULL, err[2 * PATH_MAX + 160];
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	if (!m) {
-		perror("socktune stats: open_memstream");
+	char err[2 * PATH_MAX + 160];
+	struct text t;
+	if (!text_open(&t))
 		return 1;
-	}
-	stats_prometheus(m, paths, views, n);
-	if (fclose(m) != 0) {
-		free(text);
-		perror("socktune stats: open_memstream");
+	stats_prometheus(t.f, paths, views, n);
+	if (text_close(&t) != 0)
 		return 1;
-	}
 	int r = 0;
-	if (write_atomic(s->output, text, len, err, sizeof err) != 0) {
+	if (!s->output) {
+		r = put_stdout(t.p, t.len);
+	} else if (write_atomic(s->output, t.p, t.len, err, sizeof err) != 0) {
 		fprintf(stderr, "socktune stats: --output %s: %s\n", s->output, err);
 		r = 1;
 	}
-	free(text);
+	free(t.p);
 	return r;
 }
 
@@ -152,6 +226,8 @@ static int prometheus_round(const struct stats_args *s, struct stats_view **view
 	}
 	if (missing == s->nfiles)
 		r = EXIT_NOT_FOUND;
+	if (stop_signal) /* (it came while the files were read: the round is not printed) */
+		return r;
 	struct stats_view **ok = calloc((size_t)s->nfiles + 1, sizeof *ok);
 	if (!ok) {
 		perror("socktune stats");
@@ -187,9 +263,38 @@ static int json_round(const struct stats_args *s, struct stats_view **views)
 	}
 	for (int i = 0; i < s->nfiles; i++)
 		status[i] = stats_view_load(s->files[i], views[i]);
-	int r = stats_json(stdout, s->files, views, status, s->nfiles, s->every != 0);
+	struct text t;
+	int r = 1;
+	if (!stop_signal && text_open(&t)) { /* (a signal while the files were read: not printed) */
+		r = stats_json(t.f, s->files, views, status, s->nfiles, s->every != 0);
+		if (text_close(&t) != 0) {
+			r = 1;
+		} else {
+			if (put_stdout(t.p, t.len) != 0)
+				r = 1;
+			free(t.p);
+		}
+	}
 	free(status);
-	return fflush(stdout) == 0 ? r : 1;
+	return r;
+}
+
+/* One round of the table: the file read, then its table (on a terminal, the screen cleared
+ * first under --watch). */
+static int table_round(const struct stats_args *s)
+{
+	struct text t;
+	if (!text_open(&t))
+		return 1;
+	if (s->every && isatty(STDOUT_FILENO))
+		fputs("\033[H\033[2J", t.f);
+	int r = stats_table(t.f, s->files[0]);
+	if (text_close(&t) != 0)
+		return 1;
+	if (r == 0 && !stop_signal && put_stdout(t.p, t.len) != 0)
+		r = 1;
+	free(t.p);
+	return r;
 }
 
 /* The FILE arguments of one round of --format prometheus --watch: each pattern (a glob,
@@ -227,9 +332,23 @@ static void paths_clear(struct paths *ps)
 	ps->n = 0;
 }
 
-static int expand(const struct stats_args *s, struct paths *ps)
+static int paths_has(const struct paths *ps, const char *path)
+{
+	for (int i = 0; i < ps->n; i++)
+		if (strcmp(ps->p[i], path) == 0)
+			return 1;
+	return 0;
+}
+
+/* A pattern's match that is not a regular file (a FIFO, a socket, a directory: something
+ * else named like the stats files) is left out, said the first round it is seen (odd holds
+ * this round's, said the previous round's); opened, a FIFO would wait for a writer for ever
+ * and the exporter with it.  -1 when memory ran out. */
+static int expand(const struct stats_args *s, struct paths *ps, struct paths *odd,
+                  const struct paths *said)
 {
 	paths_clear(ps);
+	paths_clear(odd);
 	for (int i = 0; i < s->nfiles; i++) {
 		const char *pat = s->files[i];
 		if (!strpbrk(pat, "*?[")) {
@@ -239,9 +358,19 @@ static int expand(const struct stats_args *s, struct paths *ps)
 		}
 		glob_t g;
 		int r = glob(pat, 0, NULL, &g);
-		for (size_t k = 0; r == 0 && k < g.gl_pathc; k++)
-			if (paths_add(ps, g.gl_pathv[k]) != 0)
+		for (size_t k = 0; r == 0 && k < g.gl_pathc; k++) {
+			const char *path = g.gl_pathv[k], *kind = NULL;
+			struct stat st;
+			if (stat(path, &st) == 0 && (kind = stats_not_regular(st.st_mode))) {
+				if (!paths_has(said, path))
+					fprintf(stderr, "socktune stats: %s (matches %s): %s: left out (a "
+					        "stats file is a regular file)\n", path, pat, kind);
+				if (paths_add(odd, path) != 0)
+					r = -1;
+			} else if (paths_add(ps, path) != 0) {
 				r = -1;
+			}
+		}
 		if (r != GLOB_NOMATCH)
 			globfree(&g);
 		if (r == -1 || r == GLOB_NOSPACE)
@@ -310,9 +439,12 @@ static void free_views(struct stats_view **views)
 /* --watch: the files of each round, those of processes whose exit was written already left
  * out. */
 static int prometheus_watch_round(const struct stats_args *s, struct paths *ps,
-                                  struct gones *gs)
+                                  struct paths odd[2], struct gones *gs)
 {
-	if (expand(s, ps) != 0) {
+	struct paths t = odd[0]; /* the previous round's left-out files become "said" */
+	odd[0] = odd[1];
+	odd[1] = t;
+	if (expand(s, ps, &odd[0], &odd[1]) != 0) {
 		perror("socktune stats: the FILE patterns");
 		return 1;
 	}
@@ -342,7 +474,7 @@ static int prometheus_watch_round(const struct stats_args *s, struct paths *ps,
 	gones_sweep(gs);
 	if (missing == ps->n)
 		r = EXIT_NOT_FOUND;
-	int w = write_round(s, shown, kept, k);
+	int w = stop_signal ? 0 : write_round(s, shown, kept, k); /* (a signal while reading) */
 	free(shown);
 	free(kept);
 	free_views(views);
@@ -361,11 +493,11 @@ static int prometheus_main(const struct stats_args *s)
 			views[i]->f = NULL;
 		return prometheus_round(s, views);
 	}
-	struct paths ps = {0};
+	struct paths ps = {0}, odd[2] = {{0}, {0}};
 	struct gones gs = {0};
 	int r = 0;
 	for (long long n = 1;; n++) {
-		int got = prometheus_watch_round(s, &ps, &gs);
+		int got = prometheus_watch_round(s, &ps, odd, &gs);
 		if (got > r)
 			r = got;
 		if ((s->times && n >= s->times) || stop_signal)
@@ -378,8 +510,9 @@ static int prometheus_main(const struct stats_args *s)
 
 int stats_main(const struct stats_args *s)
 {
-	if (s->every)
-		stop_on_signals(); /* the round being printed, then the signal's status */
+	if (s->every) /* the round being printed, then the signal's status; a wait on a file
+	               * or on stdout's reader ends at the first signal */
+		stop_on_signals_now();
 	if (s->format == STATS_PROMETHEUS)
 		return prometheus_main(s);
 	struct stats_view **views = s->format == STATS_JSON ? new_views(s->nfiles) : NULL;
@@ -388,13 +521,7 @@ int stats_main(const struct stats_args *s)
 		return 1;
 	}
 	for (long long n = 1;; n++) {
-		if (s->every && s->format == STATS_TABLE && isatty(STDOUT_FILENO))
-			fputs("\033[H\033[2J", stdout);
-		int r = views ? json_round(s, views) : st_stats_print(s->files[0]);
-		if (!views && r == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* a full disk */
-			fprintf(stderr, "socktune: stats: stdout: %s\n", strerror(errno));
-			r = 1;
-		}
+		int r = views ? json_round(s, views) : table_round(s);
 		if (r != 0 || !s->every || (s->times && n >= s->times) || stop_signal)
 			return r;
 		sleep((unsigned)s->every); /* (a signal ends it early) */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "socktune.h"
@@ -30,10 +31,36 @@ static void terminate(struct st_stats_file *f)
 		f->listener[i].addr[sizeof f->listener[i].addr - 1] = '\0';
 }
 
-/* 0, or the status with the message in err (also on stderr). */
+const char *stats_not_regular(mode_t mode)
+{
+	return S_ISREG(mode)    ? NULL
+	       : S_ISFIFO(mode) ? "a FIFO"
+	       : S_ISCHR(mode)  ? "a character device"
+	       : S_ISBLK(mode)  ? "a block device"
+	       : S_ISDIR(mode)  ? "a directory"
+	       : S_ISSOCK(mode) ? "a socket"
+	                        : "not a regular file";
+}
+
+/* 0, or the status with the message in err (also on stderr).  A stats file is a regular
+ * file: anything else is refused before a byte is read, and opened without waiting
+ * (O_NONBLOCK: the open of a FIFO would wait for a writer for ever, that of a terminal or a
+ * device could wait or act; a regular file's reads are the same either way). */
 static int load(const char *path, struct st_stats_file *f, char *err, size_t en)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	const char *kind = NULL;
+	if (fd >= 0 && fstat(fd, &st) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 && (kind = stats_not_regular(st.st_mode))) {
+		close(fd);
+		snprintf(err, en, "%s: %s: not read (a stats file is a regular file)", path, kind);
+		fprintf(stderr, "socktune stats: %s\n", err);
+		return 1;
+	}
 	if (fd < 0) {
 		int e = errno;
 		snprintf(err, en, "%s: %s", path, strerror(e));
@@ -271,7 +298,7 @@ int stats_json(FILE *out, const char *const *paths, struct stats_view *const *vi
 	return failed ? 1 : 0;
 }
 
-static void print_table(const char *path, const struct stats_view *v)
+static void print_table(FILE *out, const char *path, const struct stats_view *v)
 {
 	const struct st_stats_file *f = v->f;
 	const struct stats_netns *ns = &v->ns;
@@ -281,38 +308,38 @@ static void print_table(const char *path, const struct stats_view *v)
 	struct tm tm;
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
-	printf("%s: pid %lld (%s), started %s, netns %s\n", path, (long long)f->pid,
-	       stats_running(f) ? "running" : "not running", when, f->netns);
+	fprintf(out, "%s: pid %lld (%s), started %s, netns %s\n", path, (long long)f->pid,
+	        stats_running(f) ? "running" : "not running", when, f->netns);
 	if (src->live) {
-		printf("values: live, read from pid %lld\n", (long long)src->from);
+		fprintf(out, "values: live, read from pid %lld\n", (long long)src->from);
 	} else {
 		char at[32] = "?";
 		time_t st = (time_t)(f->snapshot_ns / 1000000000);
 		if (f->snapshot_ns > 0 && gmtime_r(&st, &tm))
 			strftime(at, sizeof at, "%Y-%m-%d %H:%M:%SZ", &tm);
-		printf("values: SNAPSHOT written by pid %lld at %s, %.1f s ago (%s)\n",
-		       (long long)src->from, at, src->age, src->why);
+		fprintf(out, "values: SNAPSHOT written by pid %lld at %s, %.1f s ago (%s)\n",
+		        (long long)src->from, at, src->age, src->why);
 	}
 	if (ns->same)
-		printf("ListenOverflows since start: %lld   ListenDrops since start: %lld   "
-		       "(netns-wide: every listener in it counts)\n",
-		       stats_delta(ns->overflows, f->listen_overflows_start),
-		       stats_delta(ns->drops, f->listen_drops_start));
+		fprintf(out, "ListenOverflows since start: %lld   ListenDrops since start: %lld   "
+		        "(netns-wide: every listener in it counts)\n",
+		        stats_delta(ns->overflows, f->listen_overflows_start),
+		        stats_delta(ns->drops, f->listen_drops_start));
 	else
-		printf("ListenOverflows since start: n/a (read from another network namespace)\n");
-	printf("quick-ack re-arms %llu   setsockopt failures %llu   app overrides refused %llu\n",
-	       (unsigned long long)f->quickack_rearms, (unsigned long long)f->setsockopt_failures,
-	       (unsigned long long)f->app_overrides_refused);
-	printf("retired listeners %llu (closed, slot reused; they accepted %llu)\n\n",
-	       (unsigned long long)f->retired_listeners, (unsigned long long)f->retired_accepted);
+		fprintf(out, "ListenOverflows since start: n/a (read from another network namespace)\n");
+	fprintf(out, "quick-ack re-arms %llu   setsockopt failures %llu   app overrides refused %llu\n",
+	        (unsigned long long)f->quickack_rearms, (unsigned long long)f->setsockopt_failures,
+	        (unsigned long long)f->app_overrides_refused);
+	fprintf(out, "retired listeners %llu (closed, slot reused; they accepted %llu)\n\n",
+	        (unsigned long long)f->retired_listeners, (unsigned long long)f->retired_accepted);
 	if (v->kernel)
-		printf("QUEUE_NOW: the accept queue now, read from the kernel\n");
+		fprintf(out, "QUEUE_NOW: the accept queue now, read from the kernel\n");
 	else
-		printf("QUEUE_NOW: the kernel could not be read (%s): the value at the last "
-		       "sample, marked *\n", v->kernel_why);
-	printf("%-28s %6s %8s %10s %10s %10s %10s %9s %9s %7s %s\n", "ADDR", "PORT", "BACKLOG",
-	       "ACCEPTED", "QUEUE_NOW", "QUEUE_PEAK", "QUEUE_LAST", "RCVBUF", "SNDBUF", "ADOPTED",
-	       "STATE");
+		fprintf(out, "QUEUE_NOW: the kernel could not be read (%s): the value at the last "
+		        "sample, marked *\n", v->kernel_why);
+	fprintf(out, "%-28s %6s %8s %10s %10s %10s %10s %9s %9s %7s %s\n", "ADDR", "PORT", "BACKLOG",
+	        "ACCEPTED", "QUEUE_NOW", "QUEUE_PEAK", "QUEUE_LAST", "RCVBUF", "SNDBUF", "ADOPTED",
+	        "STATE");
 	uint32_t n = f->listeners_used < ST_STATS_LISTENERS ? f->listeners_used : ST_STATS_LISTENERS;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct st_stats_listener *l = &f->listener[i];
@@ -326,10 +353,10 @@ static void print_table(const char *path, const struct stats_view *v)
 		int kq, q = stats_queue_now(v, (int)i, &kq);
 		char qn[16];
 		snprintf(qn, sizeof qn, kq ? "%d" : "%d*", q);
-		printf("%-28s %6u %8d %10llu %10s %10u %10u %9s %9s %7s %s\n", l->addr, l->port,
-		       (int)l->backlog, (unsigned long long)l->accepted, qn, l->queue_peak,
-		       l->queue_last, rb, sb, l->adopted ? "yes" : "no",
-		       l->state == ST_SLOT_CLOSED ? "closed" : "live");
+		fprintf(out, "%-28s %6u %8d %10llu %10s %10u %10u %9s %9s %7s %s\n", l->addr, l->port,
+		        (int)l->backlog, (unsigned long long)l->accepted, qn, l->queue_peak,
+		        l->queue_last, rb, sb, l->adopted ? "yes" : "no",
+		        l->state == ST_SLOT_CLOSED ? "closed" : "live");
 	}
 }
 
@@ -416,13 +443,19 @@ int stats_queue_now(const struct stats_view *v, int slot, int *from_kernel)
 	return q >= 0 ? q : (int)v->f->listener[slot].queue_last;
 }
 
-int st_stats_print(const char *path)
+int stats_table(FILE *out, const char *path)
 {
 	static struct stats_view v; /* ~50 KiB: not on the stack */
 	int r = stats_view_load(path, &v);
 	if (r != 0)
 		return r;
-	print_table(path, &v);
-	fflush(stdout);
+	print_table(out, path, &v);
 	return 0;
+}
+
+int st_stats_print(const char *path)
+{
+	int r = stats_table(stdout, path);
+	fflush(stdout);
+	return r;
 }
