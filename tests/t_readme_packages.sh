@@ -13,7 +13,7 @@ awk '/^```sh$/ { inb = 1; blk = ""; next }
 	inb { blk = blk $0 "\n" }' README.md >"$TMP/block.sh"
 check readme_packages.block_found "no sh block with apt-get in README.md" -s "$TMP/block.sh"
 
-# the packages of one apt-get install command line (options dropped), sorted, one a line
+# the packages of one apt-get line that installs (options dropped), sorted, one a line
 packages() { tr ' \t' '\n\n' | grep -v '^-\|^$\|^apt-get$\|^install$\|^\$APT$\|^\$sudo$\|^sudo$\|>/dev/null' | sort -u; }
 # .ci/run's install command, continuations joined
 sed -e ':a' -e '/\\$/N; s/\\\n//; ta' .ci/run | grep 'apt-get .*install ' | packages >"$TMP/ci"

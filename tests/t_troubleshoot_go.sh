@@ -11,9 +11,11 @@ cd "$ROOT" || exit 1
 doc=docs/troubleshooting.md
 
 # the page's commands and the answer it prints for the Go server
-cg=$(grep -o '`socktune --cgroup [^`]*-- ./server`' "$doc" | head -n 1 | tr -d '`')
-at=$(grep -o '`socktune attach [^`]* PID`' "$doc" | head -n 1 | tr -d '`')
-said=$(tr '\n' ' ' <"$doc" | grep -o 'answered *`rcvbuf=[0-9]* delack_max_us=[0-9]*`' | head -n 1 |
+# (the section on programs the library does not reach: other pages name other attach lines)
+awk '/^## / { on = /The library logs nothing/ } on' "$doc" >"$TMP/go.md"
+cg=$(grep -o '`socktune --cgroup [^`]*-- ./server`' "$TMP/go.md" | head -n 1 | tr -d '`')
+at=$(grep -o '`socktune attach [^`]* PID`' "$TMP/go.md" | head -n 1 | tr -d '`')
+said=$(tr '\n' ' ' <"$TMP/go.md" | grep -o 'answered *`rcvbuf=[0-9]* delack_max_us=[0-9]*`' | head -n 1 |
 	sed 's/.*`\(.*\)`/\1/')
 check troubleshoot_go.page "cgroup command: '$cg', attach command: '$at', answer: '$said'" \
 	-n "$cg" -a -n "$at" -a -n "$said"
