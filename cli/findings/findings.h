@@ -43,7 +43,7 @@ struct doc_findings {
 void doctor_findings(const struct doctor *d, struct doc_findings *out);
 void doctor_findings_free(struct doc_findings *fs);
 const char *doc_severity_name(enum doc_severity s);
-/* Shares of busy time, in percent: -1 when there was no busy time. */
+/* fixes.c: shares of busy time, in percent: -1 when there was no busy time. */
 double doc_share(uint64_t part, uint64_t busy);
 /* doctor's status for its findings: 1 when one is a warning or critical, 0 when there are
  * none or all are information (a retransmit with no timeout among them, say). */
@@ -57,6 +57,12 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs);
  * (delayed-ack-two-write) and a client's own Nagle (delayed-ack-client-nagle); watch runs
  * them on its connection samples too */
 void doc_delack_findings(const struct doctor *d, struct doc_findings *fs);
+/* findings_memory.c: a buffer at the namespace's cap while data is dropped or waits to be
+ * sent (buffer-clamped), and the buffers against the TCP memory limit (memory-exposure) */
+void doc_memory_findings(const struct doctor *d, struct doc_findings *fs);
+/* A connection limited by the window or the send buffer: this share of its busy time ... */
+#define LIMITED_SHARE 20.0
+#define LIMITED_MIN_US 100000 /* ... over at least this much busy time */
 /* The backlog the accept queue's findings cure with (watch --apply sets it) */
 #define DOC_BACKLOG_CURE 4096
 

@@ -13,6 +13,11 @@
 #include "window.h"
 #include "findings.h"
 
+double doc_share(uint64_t part, uint64_t busy)
+{
+	return busy ? 100.0 * (double)part / (double)busy : -1;
+}
+
 struct doc_finding *doc_add(struct doc_findings *fs, const char *kind, enum doc_severity sev,
                             const char *certainty, const struct doctor *d, int l)
 {

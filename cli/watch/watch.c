@@ -32,13 +32,6 @@
                            * held sockets), so one that took T s waits T / IDENT_SHARE */
 #define IDENT_TRIES 3     /* lookups that found no holder before the listener is shown as such */
 
-double watch_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 struct sample_ctx {
 	struct watch *w;
 	const struct watch_ns *ns;
@@ -283,7 +276,9 @@ static void identify(struct watch *w, double now)
 	free(hs.h);
 }
 
-void watch_holders_check(struct watch *w)
+/* The holders of the listeners whose service process is gone (or is another process now)
+ * looked up again at once, so that what is said next names the live one */
+static void watch_holders_check(struct watch *w)
 {
 	int gone = 0, pid = 0;
 	unsigned long long start = 0;
@@ -496,6 +491,7 @@ int watch_main(const struct watch_args *a)
 				next_sample = now + a->interval;
 		}
 		if (now >= next_window) {
+			watch_holders_check(&w); /* (a fix names the live holder, never one gone) */
 			watch_findings(&w, now);
 			next_window = now + a->window;
 		}

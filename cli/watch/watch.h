@@ -243,9 +243,6 @@ void watch_apply_check(struct watch *w);
  * each finding's series and its log lines (appeared, cleared) */
 void watch_window_start(struct watch *w);
 void watch_findings(struct watch *w, double now);
-/* watch.c: the holders of the listeners whose service process is gone (or is another
- * process now) looked up again at once, so that what is said next names the live one */
-void watch_holders_check(struct watch *w);
 
 /* watchconn.c: each listener's established connections counted, when the next round is
  * due (at most every 10 s, less often when one costs more than 0.2% of a core, never more
@@ -279,6 +276,7 @@ void watch_http_run(int lfd, const struct pollfd *pf, int n, double now, struct 
 double watch_http_deadline(double now); /* the earliest client deadline, or now + 3600 */
 void watch_http_close(int lfd);
 
+/* watchconn.c: the monotonic clock, in seconds */
 double watch_now(void);
 
 #endif

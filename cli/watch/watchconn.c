@@ -68,6 +68,11 @@ static double clock_s(clockid_t c)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+double watch_now(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
 /* A connection to the listener that takes it: the one on its own address before a wildcard */
 static void on_conn(const struct diag_sock *s, void *ctx)
 {

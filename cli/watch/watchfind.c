@@ -307,7 +307,6 @@ void watch_findings(struct watch *w, double now)
 	static long long end[WATCH_MAX_NS][3];
 	static int seen[WATCH_MAX_FINDINGS];
 	memset(seen, 0, sizeof seen);
-	watch_holders_check(w); /* (a fix names the live holder, never one that exited) */
 	watch_apply_check(w);
 	for (int k = 0; k < w->nl; k++)
 		w->l[k].doc_index = -1;
