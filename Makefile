@@ -100,6 +100,7 @@ $(BUILD)/tests/unit/test_sanitize: shim/log.c
 # test_findings includes doctor's rules, how their fixes are written, its sock_diag reader,
 # holders.c and the record its evidence is written in whole.
 $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
+                                   cli/findings/findings_memory.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
                                    cli/host/grow.c \
                                    cli/record.c

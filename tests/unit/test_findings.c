@@ -1,14 +1,15 @@
-/* doctor's rules (cli/findings/findings.c, cli/findings/findings_queue.c) on windows made up
- * here: each finding needs its evidence, and what the cures leave (NODELAY on, a capped delayed
- * ACK, quick-ack's request rate, a single retransmit, drops counted nowhere) gives none; every
- * fix is a command that runs as printed (cli/findings/fixes.c), naming the pids that hold what
- * it tunes. */
+/* doctor's rules (cli/findings/findings.c, findings_queue.c, findings_memory.c) on windows
+ * made up here: each finding needs its evidence, and what the cures leave (NODELAY on, a capped
+ * delayed ACK, quick-ack's request rate, a single retransmit, drops counted nowhere) gives none;
+ * every fix is a command that runs as printed (cli/findings/fixes.c), naming the pids that hold
+ * what it tunes. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "../../cli/findings/findings.c"
 #include "../../cli/findings/findings_queue.c"
+#include "../../cli/findings/findings_memory.c"
 #include "../../cli/findings/fixes.c"
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
