@@ -109,12 +109,17 @@ int st_fd_fits(int fd);
  * descriptors, kept in the library's own memory: a process of UNIX sockets makes no table,
  * and its listen() and accept() must not ask the kernel what the library saw made.  A bit
  * goes when a hook sees its number closed or replaced; like an entry of the table, it
- * outlives a close no hook sees (fclose(fdopen()), a raw syscall). */
+ * outlives a close no hook sees (fclose(fdopen()), a raw syscall), and a number reused by
+ * a call no hook sees (dup(), fcntl(F_DUPFD)) may name a TCP socket under a stale bit: so a
+ * bit is trusted only while the process has no table (no TCP socket of the policy's yet).
+ * Once one exists, a socket of unknown kind costs one getsockopt at its listen() again, and
+ * a listener is never left untuned on a stale bit. */
 #define ST_OTHER_MAX 65536
 extern _Atomic uint64_t st_other_bits[ST_OTHER_MAX / 64];
 static inline int st_fd_other(int fd)
 {
 	return fd >= 0 && fd < ST_OTHER_MAX &&
+	       !atomic_load_explicit(&st_fdmap, memory_order_acquire) &&
 	       (atomic_load_explicit(&st_other_bits[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
 }
 /* Mark fd as such a socket (other = 1) or forget it (0). */

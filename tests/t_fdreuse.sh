@@ -12,6 +12,8 @@
 # - 1,100 listeners closed by syscall(), their numbers taken by UDP sockets or files: their
 #   records are reclaimed, so the next listener gets its per-connection option (SO_PRIORITY,
 #   which accepted sockets do not inherit); 10,000 listen/close reloads: the same;
+# - a UNIX socket closed inside libc, its number taken by dup() of a TCP socket that then
+#   listens: tuned at its listen();
 # - a server with UNIX sockets only: no getsockopt at its listen(), none per accept or
 #   read, no descriptor table (no 512 KiB map);
 #   but a process that made no TCP socket and receives a listener over a UNIX socket (a
@@ -48,6 +50,14 @@ for fam in 4 6; do
 		check ${n}_no_override_claim "$(grep 'app-override' "$TMP/$n.err")" \
 			-z "$(grep 'app-override' "$TMP/$n.err")"
 	done
+
+	# a UNIX socket's number closed unseen and taken by dup() of a TCP socket: tuned at its
+	# listen() (a stale "not governed" mark must never leave a listener untuned)
+	n=reuse_unix_dup_v$fam
+	run $n unix-dup $fam
+	line=$(cat "$TMP/$n.pre")
+	check $n "the dup()ed listener: $line (plain: $(cat "$TMP/$n.plain"))" \
+		"$(field "$line" same)" = 1 -a "$(field "$line" nodelay)" = 1 -a "$(field "$line" backlog)" = 77
 
 	n=reuse_scm_listener_v$fam
 	run $n scm-listener $fam

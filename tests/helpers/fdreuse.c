@@ -22,6 +22,9 @@
  *   inherit-child    a listener with the app's own SO_RCVBUF (64 KiB), left open across the
  *                    fork and exec of a child that only runs true(1); then one accept:
  *                    PARENT rcvbuf.before=.. rcvbuf.after=..
+ *   unix-dup         a UNIX socket closed by fclose(fdopen()) (no hook sees it), its number
+ *                    taken by dup() (no hook either) of a TCP socket, which then listens:
+ *                    DUP same=1 backlog=.. nodelay=..
  *   scm-listener     a process that never makes a TCP socket receives a listener over a
  *                    UNIX socket (SCM_RIGHTS, as in a seamless reload) and accepts on it:
  *                    RECEIVED backlog=.. nodelay=..   (the accepted connection's)
@@ -141,6 +144,24 @@ static void fclose_reuse(int raw)
 	else if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 		die("socketpair: %s", strerror(errno));
 	unix_report(c, sv[0], sv[1]);
+}
+
+static void unix_dup(void)
+{
+	int u = socket(AF_UNIX, SOCK_STREAM, 0), t = socket(fam, SOCK_STREAM, 0);
+	if (u < 0 || t < 0)
+		die("socket: %s", strerror(errno));
+	FILE *f = fdopen(u, "r+");
+	if (!f)
+		die("fdopen: %s", strerror(errno));
+	fclose(f); /* closes u inside libc: no hook sees it */
+	int d = dup(t);
+	if (d < 0)
+		die("dup: %s", strerror(errno));
+	close(t);
+	bind_listen(d, 5);
+	printf("DUP same=%d backlog=%ld nodelay=%d\n", d == u, listen_backlog(d),
+	       sockopt_int(d, IPPROTO_TCP, TCP_NODELAY));
 }
 
 static void fork_raw(void)
@@ -316,6 +337,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "fclose-pair")) fclose_reuse(0);
 	else if (!strcmp(m, "fclose-raw")) fclose_reuse(1);
 	else if (!strcmp(m, "fork-raw")) fork_raw();
+	else if (!strcmp(m, "unix-dup")) unix_dup();
 	else if (!strcmp(m, "vfork-close")) vfork_close();
 	else if (!strcmp(m, "reload")) reload(0, n);
 	else if (!strcmp(m, "reload-udp")) reload(1, n);
