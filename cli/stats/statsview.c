@@ -43,14 +43,20 @@ const char *stats_not_regular(mode_t mode)
 }
 
 /* 0, or the status with the message in err (also on stderr).  A stats file is a regular
- * file: anything else is refused before a byte is read, and opened without waiting
- * (O_NONBLOCK: the open of a FIFO would wait for a writer for ever, that of a terminal or a
- * device could wait or act; a regular file's reads are the same either way). */
+ * file: anything else is refused before a byte is read, and before it is opened where stat()
+ * tells (the open of a device can act: a watchdog's arms it); then opened without waiting
+ * (O_NONBLOCK: a FIFO put in its place since would wait for a writer for ever; a regular
+ * file's reads are the same either way) and checked again on the descriptor. */
 static int load(const char *path, struct st_stats_file *f, char *err, size_t en)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
 	const char *kind = NULL;
+	if (stat(path, &st) == 0 && (kind = stats_not_regular(st.st_mode))) {
+		snprintf(err, en, "%s: %s: not read (a stats file is a regular file)", path, kind);
+		fprintf(stderr, "socktune stats: %s\n", err);
+		return 1;
+	}
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) != 0) {
 		close(fd);
 		fd = -1;
