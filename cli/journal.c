@@ -53,9 +53,12 @@ static const char *kind_of(mode_t m)
 	       : "not a regular file";
 }
 
-int journal_field(const char *line, const char *key, char *out, size_t n)
+/* journal_field's, *over set when the value is there but does not fit in n (never cut to
+ * fit: a 32-digit fd cut is another fd, a 17-digit change id cut another change's) */
+static int field(const char *line, const char *key, char *out, size_t n, int *over)
 {
 	size_t kl = strlen(key);
+	*over = 0;
 	if (!n)
 		return 0;
 	for (const char *p = strchr(line, '"'); p; p = strchr(p + 1, '"')) {
@@ -78,6 +81,8 @@ int journal_field(const char *line, const char *key, char *out, size_t n)
 					v++;
 				if (k + 1 < n)
 					out[k++] = *v;
+				else
+					*over = 1;
 			}
 			if (*v != '"')
 				return 0;
@@ -85,13 +90,25 @@ int journal_field(const char *line, const char *key, char *out, size_t n)
 			for (; *v && *v != ',' && *v != '}' && *v != ' '; v++)
 				if (k + 1 < n)
 					out[k++] = *v;
+				else
+					*over = 1;
 			if (!k)
 				return 0;
 		}
 		out[k] = '\0';
+		if (*over) {
+			out[0] = '\0';
+			return 0;
+		}
 		return 1;
 	}
 	return 0;
+}
+
+int journal_field(const char *line, const char *key, char *out, size_t n)
+{
+	int over;
+	return field(line, key, out, n, &over);
 }
 
 /* The first line of the file behind fd is a journal's */
@@ -256,10 +273,24 @@ void journal_change_id(char *out, const char *finding, const char *option, int p
 	snprintf(out, 17, "%016llx", h);
 }
 
-static long long num(const char *line, const char *key, long long dflt)
+/* The first key of an apply line whose value is longer than its field takes: the reason
+ * the line is not acted on (static text), or NULL */
+static const char *overlong;
+
+/* journal_field, a value too long to fit noted in overlong */
+static int take(const char *line, const char *key, char *out, size_t n, const char *why)
+{
+	int over, found = field(line, key, out, n, &over);
+	if (over && !overlong)
+		overlong = why;
+	return found;
+}
+#define TOO_LONG(key) "field \"" key "\" longer than a socktune journal writes (never cut to fit)"
+
+static long long num(const char *line, const char *key, long long dflt, const char *why)
 {
 	char v[32], *end;
-	if (!journal_field(line, key, v, sizeof v))
+	if (!take(line, key, v, sizeof v, why))
 		return dflt;
 	errno = 0;
 	long long x = strtoll(v, &end, 10);
@@ -297,25 +328,30 @@ static int whole(const char *line)
 /* An apply line, its fields read; c->unusable says what is missing or wrong (NULL: none) */
 static void parse_apply(const char *line, struct journal_change *c)
 {
-	if (!journal_field(line, "change", c->change, sizeof c->change))
+	overlong = NULL;
+	if (!take(line, "change", c->change, sizeof c->change, TOO_LONG("change")))
 		c->change[0] = '\0';
-	journal_field(line, "finding", c->finding, sizeof c->finding);
-	journal_field(line, "kind", c->kind, sizeof c->kind);
-	journal_field(line, "option", c->option, sizeof c->option);
-	journal_field(line, "addr", c->addr, sizeof c->addr);
-	journal_field(line, "peer", c->peer, sizeof c->peer);
-	journal_field(line, "time", c->when, sizeof c->when);
-	long long pid = num(line, "pid", -1), fd = num(line, "fd", -1);
-	long long before = num(line, "before", -1), after = num(line, "after", -1);
-	long long inode = num(line, "inode", 0), start = num(line, "pid_start", 0);
+	take(line, "finding", c->finding, sizeof c->finding, TOO_LONG("finding"));
+	take(line, "kind", c->kind, sizeof c->kind, TOO_LONG("kind"));
+	take(line, "option", c->option, sizeof c->option, TOO_LONG("option"));
+	take(line, "addr", c->addr, sizeof c->addr, TOO_LONG("addr"));
+	take(line, "peer", c->peer, sizeof c->peer, TOO_LONG("peer"));
+	take(line, "time", c->when, sizeof c->when, TOO_LONG("time"));
+	long long pid = num(line, "pid", -1, TOO_LONG("pid"));
+	long long fd = num(line, "fd", -1, TOO_LONG("fd"));
+	long long before = num(line, "before", -1, TOO_LONG("before"));
+	long long after = num(line, "after", -1, TOO_LONG("after"));
+	long long inode = num(line, "inode", 0, TOO_LONG("inode"));
+	long long start = num(line, "pid_start", 0, TOO_LONG("pid_start"));
 	c->pid = pid > 0 && pid <= INT_MAX ? (int)pid : -1;
 	c->fd = fd >= 0 && fd <= INT_MAX ? (int)fd : -1;
 	c->before = before >= 0 && before <= INT_MAX ? (int)before : -1;
 	c->after = after >= 0 && after <= INT_MAX ? (int)after : -1;
 	c->inode = inode > 0 ? (unsigned long long)inode : 0;
 	c->start = start > 0 ? (unsigned long long)start : 0;
-	c->netns = (unsigned long long)num(line, "netns", 0);
-	c->unusable = !c->change[0] ? "no change id"
+	c->netns = (unsigned long long)num(line, "netns", 0, TOO_LONG("netns"));
+	c->unusable = overlong ? overlong
+	              : !c->change[0] ? "no change id"
 	              : !c->option[0] ? "no option"
 	              : c->pid < 0 ? "no pid"
 	              : !c->start ? "no pid_start (the process's start time: a line an older "

@@ -348,6 +348,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(JRN_INODE, "inode", REC_INT, "watch --apply, revert: the socket's inode (a descriptor number reused for another socket is not touched)") \
 	X(JRN_PID_START, "pid_start", REC_INT, "watch --apply, revert: the start time of pid (/proc/PID/stat field 22, clock ticks after boot): a pid another process took since is not touched") \
 	X(JRN_CONNECTIONS, "connections_reverted", REC_INT, "revert: connections the listener accepted since the change, which inherited its value, set back too") \
+	X(JRN_HELD_BY, "held_by", REC_INT, "revert: the process that holds the socket now, its journalled one gone (a child it was handed to, its workers)") \
 	X(JRN_JOURNAL, "journal", REC_STR, "watch --apply, revert: the journal's path")             \
 	X(JRN_SET, "set", REC_INT, "watch: the value watch set that the socket no longer has (a back-off)") \
 	X(JRN_NOW, "now", REC_INT, "watch: the value the socket has now (a back-off)")              \

@@ -3,7 +3,10 @@
  * twice ends as it was before the first), each through a pidfd_getfd copy of the socket.
  * A socket is changed only when it is provably the one apply changed and still holds what
  * apply set: the same process (pid and its start time: a pid reused by another process is
- * not taken), descriptor and inode, and the value apply read back after its change.  What
+ * not taken), descriptor and inode, and the value apply read back after its change.  That
+ * process gone (or its fd another file now), the socket is looked for by its inode among
+ * the holders in the journalled netns: a listener handed to a child, or kept by workers
+ * whose master exited, is set back through the process that holds it now (held_by).  What
  * is not is left, and said: the socket gone, the pid another process's, the value changed
  * since (the application's own, kept), a line of the journal that lacks a field (cut by a
  * full disk or a truncate, or too long), an option revert does not know.  Each change undone,
@@ -20,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "journal.h"
 #include "record.h"
 #include "revert.h"
@@ -33,8 +37,10 @@ void revert_help(FILE *f)
 	        "\n"
 	        "Undoes what socktune watch --apply changed, from its journal: a socket that is\n"
 	        "provably the one a change changed (the same process, by pid and start time;\n"
-	        "descriptor; inode) and still holds the value it set gets its value from before\n"
-	        "the change again, read back from the kernel and said on stdout; a listener's\n"
+	        "descriptor; inode) and still holds the value it set gets its value from\n"
+	        "before the change again, read back from the kernel and said on stdout; that\n"
+	        "process gone, through the process holding its socket now (by inode, in the\n"
+	        "journalled network namespace: a child, workers), said as held_by; a listener's\n"
 	        "NODELAY also on the connections it accepted since (inherited).  The journal\n"
 	        "gets a line marking the change reverted.  A socket gone, a pid another\n"
 	        "process's, a value set since by the application (kept) is left and said; a\n"
@@ -131,6 +137,39 @@ static unsigned long long *others(const struct journal_change *all, int n,
 	return skip;
 }
 
+/* The socket of inode c->inode, its journalled process gone or not holding it at c->fd now,
+ * still held by another (a child it was handed to, the workers that outlived their master:
+ * an nginx binary upgrade) or by the same process at another descriptor: a copy through
+ * the first holder that gives one, in the journalled network namespace (an inode names one
+ * socket node-wide while it is open), *held_by its pid; -1 when none does (*held: 1 when a
+ * holder was found but would not give it, errno why) */
+static int holder_copy(const struct journal_change *c, int *held, int *held_by)
+{
+	struct holders hs = {0};
+	int copy = -1, err = ESRCH;
+	*held = 0;
+	if (!c->netns) {
+		errno = ESRCH;
+		return -1; /* (a line without its namespace: the inode is not looked for) */
+	}
+	holders_scan(&hs, NULL, 0);
+	const struct holder *h = holders_find(&hs, c->inode);
+	for (; h && h < hs.h + hs.n && h->ino == c->inode && copy < 0; h++) {
+		unsigned long long start = sockcopy_start_of(h->pid);
+		if (!start || netns_of(h->pid) != c->netns)
+			continue;
+		*held = 1;
+		copy = sockcopy_open_proc(h->pid, start, h->fd, c->inode);
+		if (copy >= 0)
+			*held_by = h->pid;
+		else
+			err = errno;
+	}
+	free(hs.h);
+	errno = err;
+	return copy;
+}
+
 /* One change undone, left, or refused: its line on stdout, its mark in the journal unless
  * refused; 0 done or nothing to undo, -1 not */
 static int undo(int jfd, const char *path, const struct journal_change *all, int n,
@@ -147,8 +186,16 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 	}
 	int before = -1, after = -1, now = -1, rc = -1, err = 0, conns = -1;
 	char left[300] = "", note[400] = "";
-	int copy = sockcopy_open_proc(c->pid, c->start, c->fd, c->inode);
-	if (copy < 0) {
+	int copy = sockcopy_open_proc(c->pid, c->start, c->fd, c->inode), held = 0, held_by = 0;
+	if (copy < 0 && (errno == ESRCH || errno == ESTALE || errno == EBADF)) {
+		int e = errno;
+		copy = holder_copy(c, &held, &held_by);
+		if (copy < 0)
+			errno = held ? errno : e;
+	}
+	if (copy < 0 && held) {
+		err = errno; /* (held, not taken: no access to its holder; never "gone") */
+	} else if (copy < 0) {
 		err = errno;
 		unsigned long long start = sockcopy_start_of(c->pid);
 		if (err == ESRCH && start && start != c->start)
@@ -176,8 +223,11 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 		    getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0 && accepting) {
 			int nskip;
 			unsigned long long *skip = others(all, n, c, &nskip);
-			struct revert_sweep sw = {.pid = c->pid, .listener = copy, .applied = c->after,
-			                          .before = c->before, .start = c->start,
+			struct revert_sweep sw = {.pid = held_by > 0 ? held_by : c->pid,
+			                          .listener = copy, .applied = c->after,
+			                          .before = c->before,
+			                          .start = held_by > 0 ? sockcopy_start_of(held_by)
+			                                               : c->start,
 			                          .netns = c->netns, .skip = skip, .nskip = nskip};
 			char why[200];
 			if (revert_conns(&sw, why, sizeof why) == 0) {
@@ -209,6 +259,8 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 	rec_int(r, K_PID, c->pid);
 	rec_int(r, K_FD, c->fd);
 	rec_str(r, K_ADDR, c->addr);
+	if (held_by > 0)
+		rec_int(r, K_JRN_HELD_BY, held_by);
 	rec_known(r, K_JRN_BEFORE, before);
 	rec_known(r, K_JRN_AFTER, after);
 	if (conns >= 0)
@@ -224,8 +276,13 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 	if (rc == 0 && !ok)
 		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,
 		        c->option, after, c->before);
-	if (!done && rc != 0)
-		fprintf(stderr, "socktune: revert %s: pid %d fd %d: %s%s\n", c->change, c->pid, c->fd,
+	if (!done && rc != 0 && held && held_by <= 0)
+		fprintf(stderr, "socktune: revert %s: pid %d is gone, its socket (inode %llu) is held "
+		        "by another process, not taken: %s%s\n", c->change, c->pid, c->inode,
+		        strerror(err), err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
+	else if (!done && rc != 0)
+		fprintf(stderr, "socktune: revert %s: pid %d fd %d: %s%s\n", c->change,
+		        held_by > 0 ? held_by : c->pid, c->fd,
 		        strerror(err), err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
 	if (done && journal_append(jfd, "revert", r) != 0) {
 		fprintf(stderr, "socktune: revert: journal %s: %s: change %s %s, not marked\n", path,
