@@ -337,23 +337,30 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 	           : strcmp(f->kind, "nagle-delayed-ack") == 0 ? SC_NODELAY : -1;
 	if (what < 0)
 		return; /* (not an option's cure) */
+	/* the sockets to do: those with no entry, and those whose holder was not found (an
+	 * entry of pid 0 is looked for again, never a bar) */
 	int todo = 0;
-	for (int k = 0; k < l->ninodes; k++)
-		todo += !entry_of(w, what, l->inodes[k]);
+	for (int k = 0; k < l->ninodes; k++) {
+		const struct watch_applied *a = entry_of(w, what, l->inodes[k]);
+		todo += !a || a->pid <= 0;
+	}
 	if (!todo)
 		return; /* (applied, failed, backed off from or out of scope: each socket once) */
 	char addr[64];
 	diag_addr(l->family, l->addr, l->port, addr, sizeof addr);
-	/* the holders: the service's descriptors (one process's walk), or when it holds none of
-	 * the sockets (it exited: a restart), every process's */
+	/* the holders: the service's descriptors (one process's walk), or when it does not hold
+	 * every socket to do (it exited: a restart; or an SO_REUSEPORT group whose sockets
+	 * other processes hold, one each), every process's */
 	struct holders hs = {0};
 	int held = 0;
 	if (l->service_pid > 0) {
 		holders_scan(&hs, &l->service_pid, 1);
-		for (int k = 0; k < l->ninodes; k++)
-			held += holders_find(&hs, l->inodes[k]) != NULL;
+		for (int k = 0; k < l->ninodes; k++) {
+			const struct watch_applied *a = entry_of(w, what, l->inodes[k]);
+			held += (!a || a->pid <= 0) && holders_find(&hs, l->inodes[k]) != NULL;
+		}
 	}
-	if (!held) {
+	if (held < todo) {
 		free(hs.h);
 		memset(&hs, 0, sizeof hs);
 		holders_scan(&hs, NULL, 0);
@@ -361,16 +368,21 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 	int v = what == SC_BACKLOG ? DOC_BACKLOG_CURE : 1, applied = 0, found = 0, orphans = 0;
 	for (int k = 0; k < l->ninodes; k++) {
 		unsigned long long ino = l->inodes[k];
-		if (entry_of(w, what, ino))
+		struct watch_applied *a = entry_of(w, what, ino);
+		if (a && a->pid > 0)
 			continue;
 		const struct holder *h = holder_of(&hs, ino, l->service_pid);
-		struct watch_applied *a = entry_new(w, l, what, ino);
-		if (!a)
-			break;
-		if (!h) { /* (a socket closed since the listener's sample, or held out of sight) */
-			orphans++;
+		if (!h) { /* (a socket closed since the listener's sample, or held out of sight:
+			   * an entry of pid 0, so that it is said once, looked for again) */
+			orphans += !a;
+			if (!a && !entry_new(w, l, what, ino))
+				break;
 			continue;
 		}
+		if (!a)
+			a = entry_new(w, l, what, ino);
+		if (!a)
+			break;
 		found++;
 		a->pid = h->pid;
 		a->fd = h->fd;
