@@ -210,6 +210,37 @@ $(nodelay_of "$KA" "$CP") (1 each); $(cat "$J2"; cat "$TMP/ka.werr" | head -c 10
 check watch_apply_nodelay_journal "$(grep '"option": "nodelay"' "$J2")" \
 	"$(grep '"option": "nodelay"' "$J2" | grep -c '"before": 0, "after": 1')" = 2 -a \
 	-n "$(grep "\"peer\": \"127.0.0.1:$CP\"" "$J2")"
+# the app leaves NODELAY alone (the healthy case): the listener's new connections are read
+# until the cure is seen to hold, then no more (the SIGUSR1 line counts the cures still
+# judged: 1 before any new connection, 0 once 40 new ones were read in a connection sample)
+judging() {
+	n0=$(count "$TMP/ka.werr" 'SIGUSR1: --apply:')
+	kill -USR1 "$W"
+	busywait 3000 sh -c "[ \$(grep -c 'SIGUSR1: --apply:' '$TMP/ka.werr') -gt $n0 ]"
+	grep 'SIGUSR1: --apply:' "$TMP/ka.werr" | tail -n 1 | sed -n 's/.* changes, \([0-9]*\) NODELAY cures.*/\1/p'
+}
+samples() {
+	curl -sf -m 2 "http://127.0.0.1:$M/metrics" 2>/dev/null |
+		awk '/^socktune_watch_connection_samples_total / { print $2 }'
+}
+samples_ge() { [ "$(samples)" -ge "$1" ] 2>/dev/null; }
+j0=$(judging)
+$PY -c 'import socket, sys, time
+s = []
+for _ in range(40):  # (spaced: the accept queue of 5 does not overflow, no backlog finding)
+    s.append(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
+    time.sleep(0.1)
+time.sleep(40)' "$P" >/dev/null 2>&1 &
+HC=$!
+n0=$(samples)
+busywait 30000 samples_ge $((${n0:-0} + 2))
+sleep 1.5 # (a window after the sample)
+j1=$(judging)
+kill "$HC" 2>/dev/null; wait "$HC" 2>/dev/null
+check watch_apply_nodelay_judged "NODELAY cures judged: $j0 (1) before, $j1 (0) after 40 new \
+connections; samples $n0 -> $(samples); reset lines $(count "$TMP/ka.werr" 'event=apply-reset') (0); \
+$(grep 'SIGUSR1' "$TMP/ka.werr")" \
+	"$j0" = 1 -a "$j1" = 0 -a "$(count "$TMP/ka.werr" 'event=apply-reset')" = 0
 kill "$W"; wait "$W" 2>/dev/null
 "$CLI" revert --journal "$J2" >"$TMP/list.out" 2>&1
 check revert_lists "$(cat "$TMP/list.out")" "$(count "$TMP/list.out" 'option=nodelay')" = 2 -a \

@@ -6,6 +6,9 @@
 # has 4 apply lines, one per socket (4 inodes).  Then revert sets one socket back (5) while
 # watch runs: the back-off check reads each socket, so watch backs off from that one (one
 # line naming its inode) and leaves the 3 others at 4096.
+# Then the same group held by 4 processes, one socket each (tests/py/reuseport.py 4 SECONDS,
+# without "one"): the holder of one socket is not the holder of the others, and watch looks
+# in every process for them: 4 x 4096, 4 apply lines, 4 inodes.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v ss >/dev/null || ! command -v curl >/dev/null; then
@@ -61,5 +64,38 @@ apply lines $(count "$J" '"event": "apply"') (4); $(cat "$TMP/revert.out")" \
 kill "$W"
 wait "$W" 2>/dev/null
 kill "$G"
+wait "$G" 2>/dev/null
+
+# 4 processes, one socket each
+J=$TMP/journal2.jsonl
+if ! start_server -t 20 procs -- $PY "$ROOT/tests/py/reuseport.py" 4 60; then
+	fail watch_apply_reuseport.procs "no server: $(cat "$TMP/procs.err")"
+	exit 0
+fi
+G=$SRV_PID P=$SRV_PORT
+SLEEPS=$(sed -n 's/^PIDS //p' "$TMP/procs.out")
+AT_EXIT="${AT_EXIT:+$AT_EXIT; }kill $SLEEPS 2>/dev/null"
+check watch_apply_reuseport_procs_group "backlogs: $(backlogs) (5 5 5 5); holders $SLEEPS (4)" \
+	"$(backlogs)" = "5 5 5 5" -a "$(echo $SLEEPS | wc -w)" = 4
+"$CLI" watch --listen "127.0.0.1:$M" --interval 0.05 --window 1 --apply --journal "$J" ":$P" \
+	>/dev/null 2>"$TMP/watch2.err" &
+W=$!
+busywait 15000 watching
+# (bursts until the 4 are cured, at most 4: a socket its burst left alone is cured at the next)
+for i in 1 2 3 4; do
+	"$BIN/kaclient" burst -n 300 -T 4 127.0.0.1 "$P" >"$TMP/burst2.client" 2>&1
+	busywait 4000 sh -c "[ \$(grep -c '\"event\": \"apply\"' '$J' 2>/dev/null) -ge 4 ]" && break
+done
+sleep 0.5
+inodes=$(grep '"event": "apply"' "$J" 2>/dev/null | sed -n 's/.*"inode": \([0-9]*\).*/\1/p' | sort -u | wc -l)
+pids=$(grep '"event": "apply"' "$J" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p' | sort -u | wc -l)
+check watch_apply_reuseport_procs "backlogs: $(backlogs) (4 x $WANT); apply lines \
+$(count "$J" '"event": "apply"') (4), inodes $inodes (4), holders $pids (4); \
+$(grep -v 'event=finding' "$TMP/watch2.err" | head -c 800)" \
+	"$(backlogs)" = "$WANT $WANT $WANT $WANT" -a "$(count "$J" '"event": "apply"')" = 4 -a \
+	"$inodes" = 4 -a "$pids" = 4
+kill "$W"
+wait "$W" 2>/dev/null
+kill $SLEEPS "$G" 2>/dev/null
 wait "$G" 2>/dev/null
 exit 0

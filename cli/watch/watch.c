@@ -344,6 +344,10 @@ static void state_line(const struct watch *w, double now)
 	        "held, %llu listener samples, connection sample %.0f s ago (every %.0f s)\n",
 	        w->nns, listeners, findings, w->samples,
 	        w->conn_sampled_at > 0 ? now - w->conn_sampled_at : 0, w->conn_every);
+	if (w->a->apply)
+		fprintf(stderr, "socktune: watch: SIGUSR1: --apply: %llu changes, %d NODELAY cures "
+		        "whose new connections are still read\n", w->applied_changes,
+		        watch_apply_judging(w));
 }
 
 static int write_textfile(struct watch *w)

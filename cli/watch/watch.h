@@ -179,6 +179,8 @@ struct watch_applied {  /* one socket of a listener that --apply changed, or tri
 	int nolder;
 	int reset_said;
 	unsigned long long judged; /* the connection sample judged last (w->conn_samples) */
+	int held_rounds, blind_rounds; /* judged: rounds that read the cure held, that read none */
+	int judge_done;            /* concluded (held, or no connection to read): judged no more */
 };
 
 enum { WATCH_SCRAPE, WATCH_FILE };
@@ -238,6 +240,9 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
  * backs off (said once); a socket gone is forgotten (a restart's new one gets its cure); a
  * NODELAY listener's connections accepted since, read: found reset by the app, said once */
 void watch_apply_check(struct watch *w);
+/* The NODELAY cures whose listener's new connections are still being read (the SIGUSR1
+ * line's count: one that holds is judged a bounded number of rounds, then no more) */
+int watch_apply_judging(const struct watch *w);
 
 /* watchfind.c: at a window's start (the namespaces' counters), and at its end: the rules,
  * each finding's series and its log lines (appeared, cleared) */

@@ -337,23 +337,30 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 	           : strcmp(f->kind, "nagle-delayed-ack") == 0 ? SC_NODELAY : -1;
 	if (what < 0)
 		return; /* (not an option's cure) */
+	/* the sockets to do: those with no entry, and those whose holder was not found (an
+	 * entry of pid 0 is looked for again, never a bar) */
 	int todo = 0;
-	for (int k = 0; k < l->ninodes; k++)
-		todo += !entry_of(w, what, l->inodes[k]);
+	for (int k = 0; k < l->ninodes; k++) {
+		const struct watch_applied *a = entry_of(w, what, l->inodes[k]);
+		todo += !a || a->pid <= 0;
+	}
 	if (!todo)
 		return; /* (applied, failed, backed off from or out of scope: each socket once) */
 	char addr[64];
 	diag_addr(l->family, l->addr, l->port, addr, sizeof addr);
-	/* the holders: the service's descriptors (one process's walk), or when it holds none of
-	 * the sockets (it exited: a restart), every process's */
+	/* the holders: the service's descriptors (one process's walk), or when it does not hold
+	 * every socket to do (it exited: a restart; or an SO_REUSEPORT group whose sockets
+	 * other processes hold, one each), every process's */
 	struct holders hs = {0};
 	int held = 0;
 	if (l->service_pid > 0) {
 		holders_scan(&hs, &l->service_pid, 1);
-		for (int k = 0; k < l->ninodes; k++)
-			held += holders_find(&hs, l->inodes[k]) != NULL;
+		for (int k = 0; k < l->ninodes; k++) {
+			const struct watch_applied *a = entry_of(w, what, l->inodes[k]);
+			held += (!a || a->pid <= 0) && holders_find(&hs, l->inodes[k]) != NULL;
+		}
 	}
-	if (!held) {
+	if (held < todo) {
 		free(hs.h);
 		memset(&hs, 0, sizeof hs);
 		holders_scan(&hs, NULL, 0);
@@ -361,16 +368,21 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 	int v = what == SC_BACKLOG ? DOC_BACKLOG_CURE : 1, applied = 0, found = 0, orphans = 0;
 	for (int k = 0; k < l->ninodes; k++) {
 		unsigned long long ino = l->inodes[k];
-		if (entry_of(w, what, ino))
+		struct watch_applied *a = entry_of(w, what, ino);
+		if (a && a->pid > 0)
 			continue;
 		const struct holder *h = holder_of(&hs, ino, l->service_pid);
-		struct watch_applied *a = entry_new(w, l, what, ino);
-		if (!a)
-			break;
-		if (!h) { /* (a socket closed since the listener's sample, or held out of sight) */
-			orphans++;
+		if (!h) { /* (a socket closed since the listener's sample, or held out of sight:
+			   * an entry of pid 0, so that it is said once, looked for again) */
+			orphans += !a;
+			if (!a && !entry_new(w, l, what, ino))
+				break;
 			continue;
 		}
+		if (!a)
+			a = entry_new(w, l, what, ino);
+		if (!a)
+			break;
 		found++;
 		a->pid = h->pid;
 		a->fd = h->fd;
@@ -411,14 +423,38 @@ static int older(const struct watch_applied *a, unsigned long long ino)
 	       bsearch(&ino, a->older, (size_t)a->nolder, sizeof a->older[0], by_ino) != NULL;
 }
 
+/* The bounds of judge_reset: the connections read in one round (each a pidfd_getfd and a
+ * getsockopt; the rest wait for the next round), and when it concludes that the cure holds
+ * (the healthy case: the application leaves NODELAY alone) and judges the listener no more:
+ * JUDGE_ROUNDS rounds, each with a connection accepted after the cure that read 1 and none
+ * that read 0, or one round with JUDGE_ENOUGH such connections.  An application that resets
+ * NODELAY does it on every connection it accepts, so the first that is read shows it.  A
+ * listener whose newer connections have no holder found (another pid namespace) is given up
+ * after JUDGE_ROUNDS rounds too: each such round walks every process's descriptors. */
+#define JUDGE_READ_MAX 64
+#define JUDGE_ENOUGH 32
+#define JUDGE_ROUNDS 3
+
+int watch_apply_judging(const struct watch *w)
+{
+	int n = 0;
+	for (int k = 0; k < WATCH_MAX_APPLIED; k++) {
+		const struct watch_applied *a = &w->applied[k];
+		n += a->used && a->what == SC_NODELAY && a->nolder >= 0 && a->set == 1 &&
+		     !a->backed_off && !a->reset_said && !a->judge_done;
+	}
+	return n;
+}
+
 /* A NODELAY cure on listener a, which still reads 1: the connections accepted since, as the
- * latest connection sample has them, read.  An application that sets TCP_NODELAY 0 on each
- * connection it accepts undoes what they inherit: said once, with the cures that hold against
- * it (watch does not set it on each connection after the application: two parties would take
- * turns on every one). */
+ * latest connection sample has them, read (at most JUDGE_READ_MAX a round, until it holds:
+ * the bounds above).  An application that sets TCP_NODELAY 0 on each connection it accepts
+ * undoes what they inherit: said once, with the cures that hold against it (watch does not
+ * set it on each connection after the application: two parties would take turns on every
+ * one). */
 static void judge_reset(struct watch *w, struct watch_applied *a)
 {
-	if (a->reset_said || a->nolder < 0 || a->judged == w->conn_samples)
+	if (a->reset_said || a->judge_done || a->nolder < 0 || a->judged == w->conn_samples)
 		return;
 	for (int k = 0; k < WATCH_MAX_APPLIED; k++) { /* (once for the listener) */
 		const struct watch_applied *o = &w->applied[k];
@@ -435,7 +471,7 @@ static void judge_reset(struct watch *w, struct watch_applied *a)
 		return;
 	/* their holders: the listener's, else (a prefork worker's) every process's */
 	struct holders hs = {0};
-	int found = 0, read = 0, reset = 0;
+	int found = 0, read = 0, reset = 0, tried = 0;
 	for (int pass = 0; pass < 2 && !found; pass++) {
 		free(hs.h);
 		memset(&hs, 0, sizeof hs);
@@ -444,11 +480,14 @@ static void judge_reset(struct watch *w, struct watch_applied *a)
 			found += c[k].l && same_listener(a, c[k].l) && !older(a, c[k].last.inode) &&
 			         holders_find(&hs, c[k].last.inode);
 	}
-	for (int k = 0; k < n; k++) {
+	for (int k = 0; k < n && tried < JUDGE_READ_MAX; k++) {
 		if (!c[k].l || !same_listener(a, c[k].l) || older(a, c[k].last.inode))
 			continue;
 		const struct holder *h = holders_find(&hs, c[k].last.inode);
-		int copy = h ? sockcopy_open(h->pid, h->fd, h->ino) : -1;
+		if (!h)
+			continue;
+		tried++;
+		int copy = sockcopy_open(h->pid, h->fd, h->ino);
 		if (copy < 0)
 			continue;
 		int nd = sockcopy_get(copy, SC_NODELAY);
@@ -457,8 +496,15 @@ static void judge_reset(struct watch *w, struct watch_applied *a)
 		reset += nd == 0;
 	}
 	free(hs.h);
-	if (!reset)
+	if (!reset) {
+		if (read)
+			a->held_rounds++;
+		else
+			a->blind_rounds++;
+		a->judge_done = read >= JUDGE_ENOUGH || a->held_rounds >= JUDGE_ROUNDS ||
+		                a->blind_rounds >= JUDGE_ROUNDS;
 		return;
+	}
 	a->reset_said = 1;
 	char addr[64], fix[64], note[700];
 	diag_addr(a->family, a->addr, a->port, addr, sizeof addr);

@@ -80,7 +80,8 @@ void watch_help(FILE *f)
 	           "0 at the end of --seconds; 143 on SIGTERM, 130 on SIGINT.  SIGHUP does not\n"
 	           "end it: the namespaces and every listener's service are looked up again;\n"
 	           "SIGUSR1 writes one line of its state (namespaces, listeners, findings, the\n"
-	           "connection sample's age) on stderr.\n");
+	           "connection sample's age) on stderr, and with --apply a second (changes made,\n"
+	           "NODELAY cures whose new connections are still read).\n");
 }
 
 /* The inode of the network namespace file path (/run/netns/NAME, /proc/PID/ns/net): 0, or
