@@ -45,6 +45,14 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The CPU this thread has taken (user and system: a sock_diag dump is the kernel's work) */
+static double cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 /* ---- the samples ---- */
 
 struct sample_ctx {
@@ -493,16 +501,19 @@ int doctor_main(struct doctor *d)
 		struct timespec ts = {0, (busy ? BUSY_TICK_MS : TICK_MS) * 1000000L};
 		nanosleep(&ts, NULL);
 		int conns = now_s() >= next_conn;
-		double before = d->conn_sample_us;
+		double cpu = cpu_s();
 		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
 		if (conns && d->nc) {
 			double t = now_s();
 			doc_look_during(d);
-			d->conn_sample_us += (now_s() - t) * 1e6; /* (in the pace below) */
+			d->conn_sample_us += (now_s() - t) * 1e6;
 		}
-		/* the next connection sample in 200 ms, or in 20 times what this one took: with
-		 * tens of thousands of connections the samples keep to about 5% of a CPU */
-		double took = (d->conn_sample_us - before) / 1e6, gap = CONN_EVERY_MS / 1000.0;
+		/* the next connection sample in 200 ms, or in 20 times the CPU this one took: with
+		 * tens of thousands of connections the samples keep to about 5% of a CPU.  CPU,
+		 * not wall time: on a loaded machine the time spent waiting for a CPU is no cost
+		 * of ours, and counted it spaced the samples seconds apart (a session of 2 s went
+		 * unseen) */
+		double took = cpu_s() - cpu, gap = CONN_EVERY_MS / 1000.0;
 		if (conns)
 			next_conn = now_s() + (20 * took > gap ? 20 * took : gap);
 		if (d->progress && now_s() >= next_progress) {
