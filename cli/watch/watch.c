@@ -201,20 +201,6 @@ static int service_pid(const struct holders *hs, unsigned long long ino)
 	return first ? first->pid : -1;
 }
 
-static int is_target(const struct watch *w, int pid)
-{
-	for (int k = 0; k < w->npids; k++)
-		if (w->pids[k] == pid)
-			return 1;
-	char own[4096];
-	if (!w->ncgroups || watch_cgroup_of(pid, own, sizeof own) != 0)
-		return 0;
-	for (int k = 0; k < w->ncgroups; k++)
-		if (watch_cgroup_within(own, w->cgroups[k]))
-			return 1;
-	return 0;
-}
-
 static double cpu_now(void)
 {
 	struct timespec t;
@@ -248,7 +234,7 @@ static void identify(struct watch *w, double now)
 			int p = service_pid(&hs, l->inodes[i]);
 			const struct holder *h = holders_find(&hs, l->inodes[i]);
 			for (; h && h < hs.h + hs.n && h->ino == l->inodes[i]; h++)
-				held = held || is_target(w, h->pid); /* (the first holder found decides) */
+				held = held || watch_is_target(w, h->pid); /* (the first holder found decides) */
 			if (pid < 0)
 				pid = p;
 		}

@@ -67,6 +67,9 @@ void watch_ident_of(int pid, struct watch_ident *id);
 int watch_cgroup_of(int pid, char *out, size_t n);
 /* Whether cgroup path own is rel or a cgroup below it ("/" holds every one).  Pure. */
 int watch_cgroup_within(const char *own, const char *rel);
+struct watch;
+/* Whether process pid is one the operator named: a PID target, or in a cgroup target */
+int watch_is_target(const struct watch *w, int pid);
 
 /* ---- watchns.c: the namespaces ---- */
 

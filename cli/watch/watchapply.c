@@ -235,16 +235,7 @@ static int in_scope(const struct watch *w, unsigned long long ns, int pid)
 		if (w->apply_scope[k] == ns)
 			return 1;
 	/* (a target's own process, wherever it is: the operator named it) */
-	for (int k = 0; k < w->npids; k++)
-		if (w->pids[k] == pid)
-			return 1;
-	char own[4096];
-	if (!w->ncgroups || watch_cgroup_of(pid, own, sizeof own) != 0)
-		return 0;
-	for (int k = 0; k < w->ncgroups; k++)
-		if (watch_cgroup_within(own, w->cgroups[k]))
-			return 1;
-	return 0;
+	return watch_is_target(w, pid);
 }
 
 /* A finding outside --apply's scope: said once for the listener (its finding's line has the

@@ -194,3 +194,17 @@ int watch_cgroup_within(const char *own, const char *rel)
 		len--; /* "/" (the root, every process) and "/a/" as "/a" */
 	return strncmp(own, rel, len) == 0 && (own[len] == '\0' || own[len] == '/');
 }
+
+int watch_is_target(const struct watch *w, int pid)
+{
+	for (int k = 0; k < w->npids; k++)
+		if (w->pids[k] == pid)
+			return 1;
+	char own[4096];
+	if (!w->ncgroups || watch_cgroup_of(pid, own, sizeof own) != 0)
+		return 0;
+	for (int k = 0; k < w->ncgroups; k++)
+		if (watch_cgroup_within(own, w->cgroups[k]))
+			return 1;
+	return 0;
+}
