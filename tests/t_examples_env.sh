@@ -133,6 +133,9 @@ def run(name, env, argv):
     line = [cli] + argv[1:cut] + ["--", py, os.path.join(root, "tests/py/optserver.py"),
                                   "--count", "1"]
     full = {"PATH": os.environ["PATH"]}
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):  # (a sanitizer build's runtime options)
+        if k in os.environ:
+            full[k] = os.environ[k]
     full.update(env)
     if "SOCKTUNE_STATS" in full:  # (the manifest's path is the container's: one of ours here)
         full["SOCKTUNE_STATS"] = os.path.join(tmp, name + ".stats")
