@@ -118,6 +118,8 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 	$(CC) $(ST_CFLAGS) -Itests/helpers -o $@ $< -lpthread
 
 $(BUILD)/tests/bin/common: ;
+# pathemu: its command line, and its namespaces, devices and cleaner, in headers of their own.
+$(BUILD)/tests/bin/pathemu: tests/helpers/pathemu_args.h tests/helpers/pathemu_ns.h
 
 # A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
 $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h
