@@ -112,6 +112,9 @@ $(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/hos
 $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
                                   cli/host/holders.c cli/host/grow.c
 
+# test_btf includes the BTF reader whole.
+$(BUILD)/tests/unit/test_btf: cli/host/btf.c
+
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 	@mkdir -p $(@D)
