@@ -122,6 +122,10 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 
 $(BUILD)/tests/bin/common: ;
 
+# iterprobe includes the BPF iterator path whole, and the sock_diag reader.
+$(BUILD)/tests/bin/iterprobe: cli/host/bpfiter.c cli/host/bpfiterprog.c cli/host/btf.c \
+                              cli/host/bpfcall.c cli/host/diag.c common/host.c $(HDRS)
+
 # A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
 $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h
 	@mkdir -p $(@D)
