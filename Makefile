@@ -112,6 +112,9 @@ $(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/hos
 $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
                                   cli/host/holders.c cli/host/grow.c
 
+# test_btf includes the BTF reader whole.
+$(BUILD)/tests/unit/test_btf: cli/host/btf.c
+
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 	@mkdir -p $(@D)
@@ -120,6 +123,10 @@ $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 $(BUILD)/tests/bin/common: ;
 # pathemu: its command line, and its namespaces, devices and cleaner, in headers of their own.
 $(BUILD)/tests/bin/pathemu: tests/helpers/pathemu_args.h tests/helpers/pathemu_ns.h
+
+# iterprobe includes the BPF iterator path whole, and the sock_diag reader.
+$(BUILD)/tests/bin/iterprobe: cli/host/bpfiter.c cli/host/bpfiterprog.c cli/host/btf.c \
+                              cli/host/bpfcall.c cli/host/diag.c common/host.c $(HDRS)
 
 # A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
 $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h
