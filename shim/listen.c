@@ -87,12 +87,12 @@ static void add_backlog(char *keys, size_t n, int fd, const char *addr, int app_
 	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
 	/* a dry run passed the app's backlog on: effective is what the policy's would give (the
 	 * clamp line's number), now what the socket has */
-	if (*dry)
-		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%lld backlog.now=%d",
-		         app_backlog, want, st_dry_backlog(want, somaxconn), effective);
-	else
-		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog,
-		         want, effective);
+	struct st_backlog_said said = {app_backlog, ST_STAGE_UNSAID, want, effective, ST_STAGE_UNSAID};
+	if (*dry) {
+		said.effective = st_dry_backlog(want, somaxconn);
+		said.now = effective;
+	}
+	st_backlog_keys(&said, keys, n);
 	int clamped = want >= 0 && (*dry ? st_dry_backlog(want, somaxconn) < want
 	                                 : (effective >= 0 && effective < want));
 	if (clamped)
