@@ -105,6 +105,9 @@ $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings
                                    cli/host/grow.c \
                                    cli/record.c
 
+# test_outcome includes the record layer, whose outcome writer it compares with the library's.
+$(BUILD)/tests/unit/test_outcome: cli/record.c
+
 # test_watchid includes watch's cgroup reader, and holders.c for comm_of.
 $(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c
 

@@ -217,9 +217,9 @@ struct cgmode {
 	int loads;          /* 1, 0, -1 not tried (no cgroup v2) */
 	char why[320], fix[200];
 };
+struct say; /* checksay.h */
 void cgmode_read(const char *path, struct cgmode *m);
-void cgmode_json(struct rec *doc, const struct cgmode *m);
-void cgmode_text(const struct cgmode *m);
+void cgmode_say(struct say *s, const struct cgmode *m);
 
 struct report {
 	const struct host *h;
@@ -262,8 +262,7 @@ long long target_sysctl(int pid, const char *name);
 /* ---- supervise.c: socktune --attach PROGRAM: the program as a child, tuned from outside ---- */
 int supervise_main(const struct cli *c, const struct st_policy *p);
 void memory_exposure(const struct host *h, const struct verdict *v, int n, struct memory *m);
-void report_json(const struct report *r);
-void report_text(const struct report *r);
+void say_report(const struct report *r, int json);
 
 /* ---- outfile.c: a file replaced whole (stats --output, watch --textfile) ---- */
 

@@ -27,17 +27,14 @@ struct rec {
 	struct rec *root;
 };
 
-/* How option i is written: a group (buffers, durations), a name, a flag or an integer. */
+/* How option i is written: its shape (st_opt_shape, the walk's) as a type of the table */
 static enum rec_type option_type(int i)
 {
-	unsigned flags = st_sockopts[i].flags;
-	if (flags & ST_O_NAME)
-		return REC_STR;
-	if ((flags & ST_O_BUFFER) || (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC))
-		return REC_GROUP;
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL)
-		return REC_BOOL;
-	return REC_INT;
+	static const enum rec_type types[] = {
+		[ST_SHAPE_INT] = REC_INT, [ST_SHAPE_FLAG] = REC_BOOL, [ST_SHAPE_NAME] = REC_STR,
+		[ST_SHAPE_GROUP] = REC_GROUP,
+	};
+	return types[st_opt_shape(i)];
 }
 
 const char *rec_key_name(int k, char *buf, size_t n)
@@ -45,13 +42,7 @@ const char *rec_key_name(int k, char *buf, size_t n)
 	if (k >= 0 && k < K_COUNT)
 		return rec_keys[k].name;
 	int i = k - K_OPTION;
-	if (i < 0 || i >= ST_O_COUNT)
-		return NULL;
-	char key[ST_KEY_MAX];
-	/* a duration has its unit in the name */
-	snprintf(buf, n, "%s%s", st_opt_key(i, key, sizeof key),
-	         i < ST_V_COUNT && st_vars[i].type == ST_T_USEC ? "_us" : "");
-	return buf;
+	return i >= 0 && i < ST_O_COUNT ? st_outcome_key(i, buf, n) : NULL;
 }
 
 enum rec_type rec_key_type(int k)
@@ -226,35 +217,54 @@ void rec_copy(struct rec *parent, int k, const struct rec *src)
 	}
 }
 
+/* The record's writer of the walks (st_outcome_walk, st_backlog_walk): each value a member
+ * of parent, a group's stages members of the group, made at its first. */
+struct rec_emit {
+	struct rec *parent, *group;
+	int group_key;
+};
+
+static const int stage_keys[ST_STAGE_COUNT] = {
+	[ST_STAGE_APP] = K_APP, [ST_STAGE_BEFORE] = K_BEFORE, [ST_STAGE_WANT] = K_WANT,
+	[ST_STAGE_EFFECTIVE] = K_EFFECTIVE, [ST_STAGE_NOW] = K_NOW,
+};
+
+static void rec_field(void *ctx, const struct st_field *f)
+{
+	struct rec_emit *r = ctx;
+	int k = f->opt == ST_FIELD_BACKLOG ? K_BACKLOG : K_OPTION + f->opt;
+	struct rec *to = r->parent;
+	if (f->stage != ST_STAGE_NONE) {
+		if (!r->group || r->group_key != k) {
+			r->group = rec_group(r->parent, k);
+			r->group_key = k;
+		}
+		to = r->group;
+		k = stage_keys[f->stage];
+	}
+	if (f->unknown)
+		rec_null(to, k);
+	else if (f->shape == ST_SHAPE_NAME)
+		rec_str(to, k, f->name);
+	else if (f->shape == ST_SHAPE_FLAG)
+		rec_bool(to, k, (int)f->num);
+	else
+		rec_int(to, k, f->num);
+}
+
 void rec_outcome(struct rec *parent, const struct st_policy *p, int i, const struct st_outcome *o,
                  const char *name)
 {
-	int dry = o->state == ST_READ, shown = dry ? o->want : o->got;
-	/* ST_KEPT (the app's own value kept) is the library's alone: attach keeps nothing */
-	if ((o->state != ST_SET && o->state != ST_READ) || o->got == ST_UNREAD)
-		return;
-	int k = K_OPTION + i;
-	switch (option_type(i)) {
-	case REC_STR:
-		rec_str(parent, k, dry ? st_opt_name(p, i) : name);
-		return;
-	case REC_BOOL:
-		rec_bool(parent, k, shown);
-		return;
-	case REC_GROUP: {
-		struct rec *g = rec_group(parent, k);
-		rec_int(g, K_WANT, o->want);
-		if ((st_sockopts[i].flags & ST_O_BUFFER) && dry) { /* what would be, what is there */
-			rec_int(g, K_EFFECTIVE, st_dry_buffer(p, i, o->want));
-			rec_int(g, K_NOW, o->got);
-		} else
-			rec_int(g, K_EFFECTIVE, shown);
-		return;
-	}
-	default:
-		rec_int(parent, k, (st_sockopts[i].flags & ST_O_UNSIGNED) ? (long long)(unsigned)shown
-		                                                          : shown);
-	}
+	struct rec_emit r = {parent, NULL, -1};
+	struct st_emitter e = {rec_field, &r};
+	st_outcome_walk(p, i, o, name, &e);
+}
+
+void rec_backlog(struct rec *parent, const struct st_backlog_said *b)
+{
+	struct rec_emit r = {parent, NULL, -1};
+	struct st_emitter e = {rec_field, &r};
+	st_backlog_walk(b, &e);
 }
 
 /* ---- the writers ---- */

@@ -403,9 +403,12 @@ void rec_copy_members(struct rec *parent, const struct rec *src);
 /* The same, but for the members of keys skip_a and skip_b (-1: none) */
 void rec_copy_members_except(struct rec *parent, const struct rec *src, int skip_a, int skip_b);
 
-/* What became of option i (st_apply_one's outcome): the library's log keys for it, typed. */
+/* What became of option i (st_apply_one's outcome), and a listener's backlog at its stages:
+ * the walks of include/socktune_apply.h, which the library's log line takes too, so both
+ * say the same keys. */
 void rec_outcome(struct rec *parent, const struct st_policy *p, int i, const struct st_outcome *o,
                  const char *name);
+void rec_backlog(struct rec *parent, const struct st_backlog_said *b);
 
 /* The writers.  JSON: one document, members of the root on a line each, arrays of objects an
  * item a line.  logfmt: "name=value" pairs separated by a space, groups flattened ("backlog.app=5"),

@@ -167,31 +167,128 @@ int st_accept_queue(const struct st_sockops *ops, int fd)
 	return tcp_info(ops, fd, &ti) == 0 ? (int)ti.tcpi_unacked : -1;
 }
 
-int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
-                    const char *name, char *buf, size_t n)
+enum st_shape st_opt_shape(int i)
 {
-	const struct st_sockopt *so = &st_sockopts[i];
-	char kbuf[ST_KEY_MAX];
-	const char *key = st_opt_key(i, kbuf, sizeof kbuf);
+	unsigned flags = st_sockopts[i].flags;
+	enum st_type type = i < ST_V_COUNT ? st_vars[i].type : ST_T_INT;
+	if (flags & ST_O_NAME)
+		return ST_SHAPE_NAME;
+	if ((flags & ST_O_BUFFER) || type == ST_T_USEC) /* asked, and kept: buffers, jiffies */
+		return ST_SHAPE_GROUP;
+	return type == ST_T_BOOL ? ST_SHAPE_FLAG : ST_SHAPE_INT;
+}
+
+const char *st_outcome_key(int i, char *buf, size_t n)
+{
+	char key[ST_KEY_MAX];
+	int usec = i < ST_V_COUNT && st_vars[i].type == ST_T_USEC;
+	snprintf(buf, n, "%s%s", st_opt_key(i, key, sizeof key), usec ? "_us" : "");
+	return buf;
+}
+
+const char *const st_stage_names[ST_STAGE_COUNT] = {"", "app", "before", "want", "effective",
+                                                    "now"};
+
+static void emit_num(const struct st_emitter *e, struct st_field *f, enum st_stage stage,
+                     long long v)
+{
+	f->stage = stage;
+	f->num = v;
+	e->field(e->ctx, f);
+}
+
+void st_outcome_walk(const struct st_policy *p, int i, const struct st_outcome *o,
+                     const char *name, const struct st_emitter *e)
+{
 	int dry = o->state == ST_READ, shown = dry ? o->want : o->got;
-	buf[0] = '\0';
-	/* (ST_KEPT, the app's own value kept, is not a value: the library lists it in app_kept) */
-	if ((o->state != ST_SET && o->state != ST_READ) || o->got == ST_UNREAD)
-		return 0;
-	if (so->flags & ST_O_NAME)
-		return snprintf(buf, n, " %s=%s", key, dry ? st_opt_name(p, i) : name);
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept; the unit in the name */
-		return snprintf(buf, n, " %s_us.want=%d %s_us.effective=%d", key, o->want, key, shown);
-	if ((so->flags & ST_O_BUFFER) && dry) /* what would be, and what is there (doubled) */
-		return snprintf(buf, n, " %s.want=%d %s.effective=%lld %s.now=%d", key, o->want, key,
-		                st_dry_buffer(p, i, o->want), key, o->got);
-	if (so->flags & ST_O_BUFFER)
-		return snprintf(buf, n, " %s.want=%d %s.effective=%d", key, o->want, key, o->got);
-	if (so->flags & ST_O_UNSIGNED)
-		return snprintf(buf, n, " %s=%u", key, (unsigned)shown);
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL) /* a boolean: 1 or 0 */
-		return snprintf(buf, n, " %s=%d", key, shown != 0);
-	return snprintf(buf, n, " %s=%d", key, shown);
+	if ((o->state != ST_SET && o->state != ST_READ && o->state != ST_FOUND) ||
+	    o->got == ST_UNREAD)
+		return;
+	char key[ST_KEY_MAX];
+	struct st_field f = {.opt = i, .key = st_outcome_key(i, key, sizeof key),
+	                     .shape = st_opt_shape(i)};
+	switch (f.shape) {
+	case ST_SHAPE_NAME:
+		f.name = dry ? st_opt_name(p, i) : name;
+		e->field(e->ctx, &f);
+		return;
+	case ST_SHAPE_FLAG:
+		emit_num(e, &f, ST_STAGE_NONE, shown != 0);
+		return;
+	case ST_SHAPE_INT:
+		emit_num(e, &f, ST_STAGE_NONE,
+		         (st_sockopts[i].flags & ST_O_UNSIGNED) ? (long long)(unsigned)shown : shown);
+		return;
+	case ST_SHAPE_GROUP:
+		f.shape = ST_SHAPE_INT; /* (its stages are numbers) */
+		if (o->state == ST_FOUND) {
+			emit_num(e, &f, ST_STAGE_EFFECTIVE, o->got);
+			return;
+		}
+		emit_num(e, &f, ST_STAGE_WANT, o->want);
+		if ((st_sockopts[i].flags & ST_O_BUFFER) && dry) { /* what would be, what is there */
+			emit_num(e, &f, ST_STAGE_EFFECTIVE, st_dry_buffer(p, i, o->want));
+			emit_num(e, &f, ST_STAGE_NOW, o->got);
+		} else {
+			emit_num(e, &f, ST_STAGE_EFFECTIVE, shown);
+		}
+		return;
+	}
+}
+
+void st_backlog_walk(const struct st_backlog_said *b, const struct st_emitter *e)
+{
+	const long long stages[] = {
+		[ST_STAGE_APP] = b->app, [ST_STAGE_BEFORE] = b->before, [ST_STAGE_WANT] = b->want,
+		[ST_STAGE_EFFECTIVE] = b->effective, [ST_STAGE_NOW] = b->now,
+	};
+	struct st_field f = {.opt = ST_FIELD_BACKLOG, .key = "backlog", .shape = ST_SHAPE_INT};
+	for (int s = ST_STAGE_APP; s < ST_STAGE_COUNT; s++) {
+		if (stages[s] == ST_STAGE_UNSAID)
+			continue;
+		f.unknown = stages[s] == ST_STAGE_UNKNOWN;
+		emit_num(e, &f, (enum st_stage)s, f.unknown ? 0 : stages[s]);
+	}
+}
+
+/* The library's writer: " key=value" or " key.stage=value" appended to a fixed buffer */
+struct keys_buf {
+	char *b;
+	size_t n, o;
+};
+
+static void keys_field(void *ctx, const struct st_field *f)
+{
+	struct keys_buf *k = ctx;
+	if (f->unknown || k->o + 1 >= k->n) /* (an unknown value is left out of a line) */
+		return;
+	const char *dot = f->stage ? "." : "", *stage = st_stage_names[f->stage];
+	int w = f->shape == ST_SHAPE_NAME
+	                ? snprintf(k->b + k->o, k->n - k->o, " %s%s%s=%s", f->key, dot, stage, f->name)
+	                : snprintf(k->b + k->o, k->n - k->o, " %s%s%s=%lld", f->key, dot, stage, f->num);
+	if (w > 0)
+		k->o = (size_t)w < k->n - k->o ? k->o + (size_t)w : k->n - 1;
+}
+
+size_t st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o,
+                       const char *name, char *buf, size_t n)
+{
+	struct keys_buf k = {buf, n, 0};
+	struct st_emitter e = {keys_field, &k};
+	if (n)
+		buf[0] = '\0';
+	st_outcome_walk(p, i, o, name, &e);
+	return k.o;
+}
+
+size_t st_backlog_keys(const struct st_backlog_said *b, char *buf, size_t n)
+{
+	struct keys_buf k = {buf, n, 0};
+	struct st_emitter e = {keys_field, &k};
+	if (n)
+		buf[0] = '\0';
+	st_backlog_walk(b, &e);
+	return k.o;
 }
 
 long long st_dry_buffer(const struct st_policy *p, int i, long long want)

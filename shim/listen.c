@@ -87,12 +87,12 @@ static void add_backlog(char *keys, size_t n, int fd, const char *addr, int app_
 	long long somaxconn = st_sysctl_num("net.core.somaxconn", -1);
 	/* a dry run passed the app's backlog on: effective is what the policy's would give (the
 	 * clamp line's number), now what the socket has */
-	if (*dry)
-		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%lld backlog.now=%d",
-		         app_backlog, want, st_dry_backlog(want, somaxconn), effective);
-	else
-		snprintf(keys, n, " backlog.app=%d backlog.want=%d backlog.effective=%d", app_backlog,
-		         want, effective);
+	struct st_backlog_said said = {app_backlog, ST_STAGE_UNSAID, want, effective, ST_STAGE_UNSAID};
+	if (*dry) {
+		said.effective = st_dry_backlog(want, somaxconn);
+		said.now = effective;
+	}
+	st_backlog_keys(&said, keys, n);
 	int clamped = want >= 0 && (*dry ? st_dry_backlog(want, somaxconn) < want
 	                                 : (effective >= 0 && effective < want));
 	if (clamped)
@@ -156,19 +156,12 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 		tuned_before = !*dry && st_is_applied(&st_policy, before);
 	}
 	if (tuned_before) {
-		/* the parent that exec'd us tuned it (and said so, clamps included): nothing to set */
+		/* the parent that exec'd us tuned it (and said so, clamps included): nothing to set,
+		 * what is there said as found */
 		for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
+			struct st_outcome o = {.state = ST_FOUND, .got = before[i]};
 			eff[i] = before[i];
-			if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_NAME))
-				st_line_add(&line, " %s=%s", ST_KEY(i), st_opt_name(&st_policy, i));
-			else if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER))
-				st_line_add(&line, " %s.effective=%d", ST_KEY(i), before[i]);
-			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_USEC)
-				st_line_add(&line, " %s_us.effective=%d", ST_KEY(i), before[i]);
-			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL)
-				st_line_add(&line, " %s=%d", ST_KEY(i), before[i] != 0);
-			else if (before[i] != ST_UNREAD)
-				st_line_add(&line, " %s=%d", ST_KEY(i), before[i]);
+			st_line_outcome(&line, i, &o, st_opt_name(&st_policy, i));
 		}
 	} else {
 		/* Before listen(): SO_RCVBUF decides the window scale offered in the SYN-ACK. */

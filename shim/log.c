@@ -423,6 +423,12 @@ void st_line_add(struct st_line *l, const char *fmt, ...)
 		l->n += (size_t)w < sizeof l->b - l->n ? (size_t)w : sizeof l->b - l->n - 1;
 }
 
+void st_line_outcome(struct st_line *l, int i, const struct st_outcome *o, const char *name)
+{
+	if (l->n < sizeof l->b - 1)
+		l->n += st_outcome_keys(&st_policy, i, o, name, l->b + l->n, sizeof l->b - l->n);
+}
+
 /* A vfork() child runs in our memory until it execs: the log's state (which file, for
  * which pid) is the parent's, and must stay so.  The line goes to the parent's file if
  * this child still holds it (a copy of the parent's descriptor table, closed at exec), else

@@ -245,6 +245,9 @@ struct st_line {
 	size_t n;
 };
 void st_line_add(struct st_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What became of option i, its keys appended (st_outcome_keys: the walk every output of an
+ * outcome takes) */
+void st_line_outcome(struct st_line *l, int i, const struct st_outcome *o, const char *name);
 
 #pragma GCC visibility pop
 

@@ -133,9 +133,7 @@ static void explain(int fd, int family, int i, const struct st_outcome *o, const
 	}
 	if (o->got == ST_UNREAD)
 		return;
-	char keys[160];
-	st_outcome_keys(&st_policy, i, o, name, keys, sizeof keys);
-	st_line_add(line, "%s", keys);
+	st_line_outcome(line, i, o, name);
 	if (!(so->flags & ST_O_BUFFER))
 		return;
 	if (*dry) {
@@ -263,9 +261,7 @@ void st_line_before_bind(int fd, int family, struct st_line *line)
 			continue;
 		if (read_one(fd, family, i, &v, name) != 0)
 			continue;
-		if (st_sockopts[i].flags & ST_O_NAME)
-			st_line_add(line, " %s=%s", ST_KEY(i), *name ? name : "none");
-		else
-			st_line_add(line, " %s=%d", ST_KEY(i), v);
+		struct st_outcome o = {.state = ST_FOUND, .got = v};
+		st_line_outcome(line, i, &o, *name ? name : "none");
 	}
 }

@@ -72,6 +72,21 @@ rl $n 4 3 LD_PRELOAD="$LIB" $POLICY SOCKTUNE_LOG=debug -- -f 3 -x &&
 		"$(grep -c 'level=debug event=adopt .*unchanged=1' "$TMP/$n.err")" -eq 3 \
 		-a "$(grep -c 'level=info event=adopt' "$TMP/$n.err")" -eq 0
 
+# that line says what it found as the parent's listen line said it was set: a mark with all
+# 32 bits (an unsigned option), a buffer, a name
+n=exec_found
+rl $n 4 1 LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_MARK=4294967295 SOCKTUNE_RCVBUF=64K \
+	SOCKTUNE_CONGESTION=reno SOCKTUNE_LOG=debug -- -f 1 -x && {
+	listen=$(log_line $n listen)
+	adopt=$(log_line $n adopt)
+	check $n "listen line: $listen; adopt line: $adopt" \
+		"$(field "$listen" mark)" = 4294967295 -a "$(field "$adopt" mark)" = 4294967295 \
+		-a "$(field "$adopt" unchanged)" = 1 -a "$(field "$adopt" congestion)" = reno \
+		-a "$(field "$adopt" nodelay)" = 1 \
+		-a "$(field "$adopt" rcvbuf.effective)" = "$(field "$listen" rcvbuf.effective)" \
+		-a -n "$(field "$listen" rcvbuf.effective)"
+}
+
 # stats: the copies count into the listener's slot, and closing them (relisten closes its
 # copies before the last connection) leaves the slot open
 for fam in 4 6; do

@@ -247,11 +247,8 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			st_fix_somaxconn(n->want, fix, sizeof fix);
 			limit = target_sysctl(pid, "net.core.somaxconn");
 			w = attach_warning(t, "backlog-clamped", pid, fd, r->addr);
-			{
-				struct rec *g = rec_group(w, K_BACKLOG);
-				rec_int(g, K_WANT, n->want);
-				rec_int(g, K_EFFECTIVE, n->got);
-			}
+			rec_backlog(w, &(struct st_backlog_said){ST_STAGE_UNSAID, ST_STAGE_UNSAID, n->want,
+			                                         n->got, ST_STAGE_UNSAID});
 			rec_str(w, K_LIMIT, "net.core.somaxconn");
 			rec_known(w, K_LIMIT_VALUE, limit);
 			rec_str(rec_arr(w, K_FIX), 0, attach_in_netns(pid, fix, cmd, sizeof cmd));
@@ -264,11 +261,8 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 		case N_BACKLOG_LOWERED:
 			st_fix_backlog_lowered(n->want, fix, sizeof fix);
 			w = attach_warning(t, "backlog-lowered", pid, fd, r->addr);
-			{
-				struct rec *g = rec_group(w, K_BACKLOG);
-				rec_int(g, K_BEFORE, n->got);
-				rec_int(g, K_WANT, n->want);
-			}
+			rec_backlog(w, &(struct st_backlog_said){ST_STAGE_UNSAID, n->got, n->want,
+			                                         ST_STAGE_UNSAID, ST_STAGE_UNSAID});
 			rec_arr(w, K_FIX); /* (the cure is another command line: the note says) */
 			snprintf(buf, sizeof buf, "--backlog replaces the backlog, so a listener that had "
 			         "more gets less: %s%s", fix,
@@ -296,10 +290,11 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 	for (int k = 0; k < r->nset; k++)
 		rec_outcome(line, t->p, r->set[k].opt, &r->set[k].out, r->set[k].name);
 	if (r->backlog) {
-		struct rec *g = rec_group(line, K_BACKLOG);
-		rec_int(g, K_BEFORE, r->backlog_before);
-		rec_int(g, K_WANT, r->backlog_want);
-		rec_known(g, K_EFFECTIVE, r->backlog_after >= 0 ? r->backlog_after : dry_effective);
+		long long effective = r->backlog_after >= 0 ? r->backlog_after : dry_effective;
+		rec_backlog(line, &(struct st_backlog_said){ST_STAGE_UNSAID, r->backlog_before,
+		                                            r->backlog_want,
+		                                            effective < 0 ? ST_STAGE_UNKNOWN : effective,
+		                                            ST_STAGE_UNSAID});
 	}
 	attach_line_end(t, line);
 	t->tuned++;

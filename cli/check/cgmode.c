@@ -7,8 +7,8 @@
 
 #include "socktune_host.h"
 #include "bpfhost.h"
+#include "checksay.h"
 #include "cli.h"
-#include "record.h"
 
 enum { CAP_SYS_ADMIN_NR = 21, CAP_BPF_NR = 39 }; /* linux/capability.h */
 
@@ -53,32 +53,22 @@ void cgmode_read(const char *path, struct cgmode *m)
 	         "for this caller", m->mount);
 }
 
-void cgmode_json(struct rec *doc, const struct cgmode *m)
+void cgmode_say(struct say *s, const struct cgmode *m)
 {
-	struct rec *o = rec_obj(doc, K_CHK_CGROUP_MODE);
-	rec_bool(o, K_CHK_USABLE, m->usable);
-	rec_str(o, K_CHK_CGROUP2_MOUNT, m->mount[0] ? m->mount : NULL);
-	if (m->privileged < 0)
-		rec_null(o, K_CHK_PRIVILEGED);
-	else
-		rec_bool(o, K_CHK_PRIVILEGED, m->privileged);
-	if (m->loads < 0)
-		rec_null(o, K_CHK_SOCKOPS_LOADS);
-	else
-		rec_bool(o, K_CHK_SOCKOPS_LOADS, m->loads);
-	rec_str(o, K_CHK_REASON, m->why);
-	if (m->fix[0])
-		rec_str(rec_arr(o, K_FIX), K_FIX, m->fix);
-}
-
-void cgmode_text(const struct cgmode *m)
-{
-	printf("\ncgroup mode (socktune --cgroup, attach --cgroup): %s\n",
-	       m->usable ? "usable here" : "not usable here");
-	printf("  cgroup v2 = %s\n", m->mount[0] ? m->mount : "none");
-	printf("  CAP_BPF+CAP_NET_ADMIN or CAP_SYS_ADMIN = %s\n",
-	       m->privileged < 0 ? "unknown" : m->privileged ? "yes" : "no");
-	printf("  sock_ops program loads = %s\n",
-	       m->loads < 0 ? "not tried" : m->loads ? "yes" : "no");
-	printf("  %s%s%s\n", m->why, m->fix[0] ? ": " : "", m->fix);
+	say_text(s, "\ncgroup mode (socktune --cgroup, attach --cgroup): ");
+	say_obj(s, K_CHK_CGROUP_MODE);
+	say_bool(s, K_CHK_USABLE, "%s\n", "usable here", "not usable here", m->usable);
+	say_name(s, K_CHK_CGROUP2_MOUNT, "  cgroup v2 = %s\n", "none", m->mount);
+	say_bool3(s, K_CHK_PRIVILEGED, "  CAP_BPF+CAP_NET_ADMIN or CAP_SYS_ADMIN = %s\n", "yes", "no",
+	          "unknown", m->privileged);
+	say_bool3(s, K_CHK_SOCKOPS_LOADS, "  sock_ops program loads = %s\n", "yes", "no", "not tried",
+	          m->loads);
+	say_str(s, K_CHK_REASON, "  %s", m->why);
+	if (m->fix[0]) {
+		say_arr(s, K_FIX);
+		say_str(s, 0, ": %s", m->fix);
+		say_close(s);
+	}
+	say_text(s, "\n");
+	say_close(s);
 }

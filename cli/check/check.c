@@ -360,10 +360,7 @@ int check_main(const struct cli *c, const struct st_policy *p)
 	cgmode_read(c->cgroup_path, &cg);
 	struct report r = {.h = &h, .cg = &cg, .v = v, .n = n, .not_full = not_full, .m = &m,
 	                   .routes = routes, .nroutes = c->nroutes};
-	if (c->json)
-		report_json(&r);
-	else
-		report_text(&r);
+	say_report(&r, c->json);
 	if (fflush(stdout) != 0)
 		return 1;
 	return c->strict && not_full ? 1 : 0;
