@@ -33,7 +33,7 @@ static enum rec_type option_type(int i)
 	unsigned flags = st_sockopts[i].flags;
 	if (flags & ST_O_NAME)
 		return REC_STR;
-	if ((flags & ST_O_BUFFER) || (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC))
+	if ((flags & ST_O_BUFFER) || st_opt_unit(i))
 		return REC_GROUP;
 	if (i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL)
 		return REC_BOOL;
@@ -49,8 +49,8 @@ const char *rec_key_name(int k, char *buf, size_t n)
 		return NULL;
 	char key[ST_KEY_MAX];
 	/* a duration has its unit in the name */
-	snprintf(buf, n, "%s%s", st_opt_key(i, key, sizeof key),
-	         i < ST_V_COUNT && st_vars[i].type == ST_T_USEC ? "_us" : "");
+	snprintf(buf, n, "%s%s%s", st_opt_key(i, key, sizeof key), st_opt_unit(i) ? "_" : "",
+	         st_opt_unit(i) ? st_opt_unit(i) : "");
 	return buf;
 }
 

@@ -180,8 +180,10 @@ int st_outcome_keys(const struct st_policy *p, int i, const struct st_outcome *o
 		return 0;
 	if (so->flags & ST_O_NAME)
 		return snprintf(buf, n, " %s=%s", key, dry ? st_opt_name(p, i) : name);
-	if (i < ST_V_COUNT && st_vars[i].type == ST_T_USEC) /* jiffies: asked, and kept; the unit in the name */
-		return snprintf(buf, n, " %s_us.want=%d %s_us.effective=%d", key, o->want, key, shown);
+	const char *unit = st_opt_unit(i);
+	if (unit) /* jiffies: asked, and kept; the unit in the name */
+		return snprintf(buf, n, " %s_%s.want=%d %s_%s.effective=%d", key, unit, o->want, key,
+		                unit, shown);
 	if ((so->flags & ST_O_BUFFER) && dry) /* what would be, and what is there (doubled) */
 		return snprintf(buf, n, " %s.want=%d %s.effective=%lld %s.now=%d", key, o->want, key,
 		                st_dry_buffer(p, i, o->want), key, o->got);

@@ -26,6 +26,7 @@ enum st_type {
 	ST_T_TOS,      /* 0..255 (0x.. allowed) or lowdelay, throughput, reliability, lowcost */
 	ST_T_PRECEDENCE, /* policy or app */
 	ST_T_USEC,     /* a duration in microseconds: 8ms, 8000us, 0.5s; a bare number is us */
+	ST_T_MSEC,     /* a duration in milliseconds: 10s, 1500ms; a bare number is ms */
 	ST_T_IFNAME,   /* a network interface name: 1 to 15 characters, no '/', ':' or blank */
 };
 
@@ -267,6 +268,19 @@ int st_parse_tos(const char *s, long long *out, char *err, size_t n);
 int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n);
 int st_parse_ifname(const char *s, char *out, size_t outlen, char *err, size_t n);
 int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+int st_parse_msec(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+
+/* The unit of a duration (ST_T_USEC: "us", ST_T_MSEC: "ms", the kernel's own for the option),
+ * NULL for a value of another type: in a duration's range, its log key (delack_max_us) and
+ * what the kernel keeps of it (rounded up to a jiffy); and how many of it make a second. */
+static inline const char *st_duration_unit(enum st_type t)
+{
+	return t == ST_T_USEC ? "us" : t == ST_T_MSEC ? "ms" : NULL;
+}
+static inline long long st_duration_per_s(enum st_type t)
+{
+	return t == ST_T_USEC ? 1000000 : t == ST_T_MSEC ? 1000 : 0;
+}
 
 /* Parse value s for variable id into p (marks it set).  Returns 0 or -1 with err. */
 int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n);

@@ -146,6 +146,12 @@ static inline int st_opt_want(const struct st_policy *p, int i, int *want)
 	return st_has(p, (enum st_var_id)i);
 }
 
+/* The unit of option i when it is a duration ("us", "ms"; st_duration_unit), else NULL. */
+static inline const char *st_opt_unit(int i)
+{
+	return i >= 0 && i < ST_V_COUNT ? st_duration_unit(st_vars[i].type) : NULL;
+}
+
 /* The value of a name option (ST_O_NAME: "bbr", "eth0"). */
 const char *st_opt_name(const struct st_policy *p, int i);
 

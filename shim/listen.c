@@ -163,8 +163,8 @@ int st_tune_listener(int fd, int app_backlog, int adopting, int *result)
 				st_line_add(&line, " %s=%s", ST_KEY(i), st_opt_name(&st_policy, i));
 			else if (before[i] != ST_UNREAD && (st_sockopts[i].flags & ST_O_BUFFER))
 				st_line_add(&line, " %s.effective=%d", ST_KEY(i), before[i]);
-			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_USEC)
-				st_line_add(&line, " %s_us.effective=%d", ST_KEY(i), before[i]);
+			else if (before[i] != ST_UNREAD && st_opt_unit(i))
+				st_line_add(&line, " %s_%s.effective=%d", ST_KEY(i), st_opt_unit(i), before[i]);
 			else if (before[i] != ST_UNREAD && i < ST_V_COUNT && st_vars[i].type == ST_T_BOOL)
 				st_line_add(&line, " %s=%d", ST_KEY(i), before[i] != 0);
 			else if (before[i] != ST_UNREAD)
