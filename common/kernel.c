@@ -109,12 +109,17 @@ void st_fix_denied(int i, char *fix, size_t n)
 	snprintf(fix, n, "grant %s", st_sockopts[i].needs ? st_sockopts[i].needs : "CAP_NET_ADMIN");
 }
 
-/* Options a kernel may not have yet: the release that added them. */
-static const char *since(int i)
+/* Options a kernel may not have yet: the release that added them, as the row's help says it
+ * ("TCP_RTO_MAX_MS (Linux 6.15): ..."), into *len bytes at the result; NULL when it names
+ * none (every kernel socktune runs on has the option). */
+static const char *since(int i, int *len)
 {
-	if (i == ST_V_DELACK_MAX || i == ST_V_RTO_MIN)
-		return "Linux 6.15";
-	return NULL;
+	int var = i < ST_V_COUNT ? i : st_sockopts[i].var;
+	const char *s = strstr(st_vars[var].help, "(Linux ");
+	if (!s)
+		return NULL;
+	*len = (int)strcspn(s + 1, ")");
+	return s + 1;
 }
 
 int st_refusal_is_final(int i, int err)
@@ -125,8 +130,12 @@ int st_refusal_is_final(int i, int err)
 void st_fix_refused(int i, int err, char *fix, size_t n)
 {
 	const struct st_sockopt *o = &st_sockopts[i];
-	if (err == ENOPROTOOPT)
-		snprintf(fix, n, "%s or later has %s", since(i) ? since(i) : "a newer kernel", o->label);
+	int len = 0;
+	const char *release = since(i, &len);
+	if (err == ENOPROTOOPT && release)
+		snprintf(fix, n, "%.*s or later has %s", len, release, o->label);
+	else if (err == ENOPROTOOPT)
+		snprintf(fix, n, "a newer kernel or later has %s", o->label);
 	else if (err == EPERM)
 		st_fix_denied(i, fix, n);
 	else if (err == ENODEV && i < ST_V_COUNT && st_vars[i].type == ST_T_IFNAME)
