@@ -201,6 +201,9 @@ enum st_opt_flags {
 	ST_O_CLIENT_ONLY = 512,  /* outgoing connections only, never listeners */
 	ST_O_SOCKOPS = 1024,     /* a cgroup sock_ops program sets it too (bpf_setsockopt takes
 	                          * it: net/core/filter.c), on each connection it sees */
+	ST_O_KERNEL_RANGE = 2048, /* the row's [min, max] is the kernel's own range (else EINVAL),
+	                           * the same from any process: the cgroup mode's hook holds an
+	                           * app's value inside it and lets one outside fail */
 };
 
 enum st_var_id {
