@@ -17,6 +17,9 @@
 #ifndef TCP_DELACK_MAX_US
 #define TCP_DELACK_MAX_US 46
 #endif
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
 #ifndef IPV6_FREEBIND
 #define IPV6_FREEBIND 78
 #endif

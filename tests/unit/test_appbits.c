@@ -81,6 +81,7 @@ static void test_app_call_finds_the_bit(void)
 	}
 	static const struct { int level, optname, option; } force[] = {
 		{SOL_SOCKET, SO_RCVBUFFORCE, ST_V_RCVBUF}, {SOL_SOCKET, SO_SNDBUFFORCE, ST_V_SNDBUF},
+		{IPPROTO_TCP, 44 /* TCP_RTO_MAX_MS, the kernel's number */, ST_V_RTO_MAX},
 	};
 	for (size_t c = 0; c < sizeof force / sizeof force[0]; c++) {
 		int k = st_opt_lookup(force[c].level, force[c].optname);

@@ -169,6 +169,7 @@ static void test_refusals(void)
 	} cases[] = {
 		{ST_V_DELACK_MAX, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_DELACK_MAX_US"},
 		{ST_V_RTO_MIN, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_RTO_MIN_US"},
+		{ST_V_RTO_MAX, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_RTO_MAX_MS"},
 		{ST_V_MAXSEG, ENOPROTOOPT, 1, "a newer kernel"},
 		{ST_V_TRANSPARENT, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
 		{ST_V_MARK, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
@@ -238,6 +239,13 @@ static void test_took(void)
 		{ST_V_DELACK_MAX, 5000, 5000, 250, 0},
 		{ST_V_DELACK_MAX, 5000, 8000, 0, 1},     /* HZ unknown: less than 10 ms more */
 		{ST_V_DELACK_MAX, 5000, 200000, 0, 0},
+		{ST_V_RTO_MAX, 1001, 1004, 250, 1},     /* measured on 6.18, HZ=250 */
+		{ST_V_RTO_MAX, 1001, 120000, 250, 0},   /* the default, never below what was asked */
+		{ST_V_RTO_MAX, 1001, 1001, 250, 0},
+		{ST_V_RTO_MAX, 5000, 5000, 250, 1},
+		{ST_V_RTO_MAX, 1001, 1001, 1000, 1},
+		{ST_V_RTO_MAX, 1001, 1004, 0, 1},       /* HZ unknown */
+		{ST_V_RTO_MAX, 1001, 120000, 0, 0},
 		{ST_V_NODELAY, 1, 1, 250, 1},
 		{ST_V_NODELAY, 1, 0, 250, 0},
 		{ST_V_DEFER_ACCEPT, 5, 7, 250, 1},       /* rounded up, not a duration */

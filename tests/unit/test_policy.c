@@ -420,6 +420,13 @@ static void test_policy_set(void)
 		{ST_V_DELACK_MAX, "200001us", BAD, 0},
 		{ST_V_RTO_MIN, "4ms", BAD, 0},
 		{ST_V_RTO_MIN, "5ms", OK, 5000},
+		/* milliseconds, the kernel's range: 999 and 120001 are EINVAL */
+		{ST_V_RTO_MAX, "1000", OK, 1000},
+		{ST_V_RTO_MAX, "10s", OK, 10000},
+		{ST_V_RTO_MAX, "120000ms", OK, 120000},
+		{ST_V_RTO_MAX, "999", BAD, 0},
+		{ST_V_RTO_MAX, "120001", BAD, 0},
+		{ST_V_RTO_MAX, "0", BAD, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct st_policy p;
