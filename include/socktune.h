@@ -133,7 +133,8 @@ enum st_type {
 	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
 	X(RTO_MAX, "RTO_MAX", "rto-max", ST_T_MSEC, 1000, 120000, "DURATION", "unset (120 s)", \
 	  "TCP_RTO_MAX_MS (Linux 6.15): the longest retransmission timeout, e.g. 10s", \
-	  SOCK(IPPROTO_TCP, TCP_RTO_MAX_MS, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_KERNEL_RANGE | ST_O_SOCKOPS, NULL, NULL)) \
+	  SOCK(IPPROTO_TCP, TCP_RTO_MAX_MS, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_KERNEL_RANGE | \
+	       ST_O_SOCKOPS, NULL, NULL)) \
 	X(MAXSEG, "MAXSEG", "maxseg", ST_T_INT, 88, 32767, "BYTES", "unset (the route's MTU)", \
 	  "TCP_MAXSEG: the largest segment either side sends (the MSS offered)", \
 	  SOCK(IPPROTO_TCP, TCP_MAXSEG, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_SOCKOPS, NULL, NULL)) \
