@@ -56,8 +56,9 @@ void help_policy(FILE *f, int (*takes)(int id))
 		/* a duration's range, as validation words it (the kernel's own for the
 		 * microsecond options: less is refused before anything runs) */
 		char range[64] = "";
-		if (v->type == ST_T_USEC)
-			snprintf(range, sizeof range, "; range %lldus..%lldus", v->min, v->max);
+		const char *unit = st_duration_unit(v->type);
+		if (unit)
+			snprintf(range, sizeof range, "; range %lld%s..%lld%s", v->min, unit, v->max, unit);
 		snprintf(text, sizeof text, "%s%s%s%s%s", v->help, range, needs ? " (needs " : "",
 		         needs ? needs : "", needs ? ")" : "");
 		snprintf(tail, sizeof tail, "[%s; default: %s]", v->env, v->dflt);

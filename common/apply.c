@@ -173,7 +173,7 @@ enum st_shape st_opt_shape(int i)
 	enum st_type type = i < ST_V_COUNT ? st_vars[i].type : ST_T_INT;
 	if (flags & ST_O_NAME)
 		return ST_SHAPE_NAME;
-	if ((flags & ST_O_BUFFER) || type == ST_T_USEC) /* asked, and kept: buffers, jiffies */
+	if ((flags & ST_O_BUFFER) || st_opt_unit(i)) /* asked, and kept: buffers, jiffies */
 		return ST_SHAPE_GROUP;
 	return type == ST_T_BOOL ? ST_SHAPE_FLAG : ST_SHAPE_INT;
 }
@@ -181,8 +181,8 @@ enum st_shape st_opt_shape(int i)
 const char *st_outcome_key(int i, char *buf, size_t n)
 {
 	char key[ST_KEY_MAX];
-	int usec = i < ST_V_COUNT && st_vars[i].type == ST_T_USEC;
-	snprintf(buf, n, "%s%s", st_opt_key(i, key, sizeof key), usec ? "_us" : "");
+	const char *unit = st_opt_unit(i); /* a duration has its unit in the name */
+	snprintf(buf, n, "%s%s%s", st_opt_key(i, key, sizeof key), unit ? "_" : "", unit ? unit : "");
 	return buf;
 }
 

@@ -109,12 +109,17 @@ void st_fix_denied(int i, char *fix, size_t n)
 	snprintf(fix, n, "grant %s", st_sockopts[i].needs ? st_sockopts[i].needs : "CAP_NET_ADMIN");
 }
 
-/* Options a kernel may not have yet: the release that added them. */
-static const char *since(int i)
+/* Options a kernel may not have yet: the release that added them, as the row's help says it
+ * ("TCP_RTO_MAX_MS (Linux 6.15): ..."), into *len bytes at the result; NULL when it names
+ * none (every kernel socktune runs on has the option). */
+static const char *since(int i, int *len)
 {
-	if (i == ST_V_DELACK_MAX || i == ST_V_RTO_MIN)
-		return "Linux 6.15";
-	return NULL;
+	int var = i < ST_V_COUNT ? i : st_sockopts[i].var;
+	const char *s = strstr(st_vars[var].help, "(Linux ");
+	if (!s)
+		return NULL;
+	*len = (int)strcspn(s + 1, ")");
+	return s + 1;
 }
 
 int st_refusal_is_final(int i, int err)
@@ -125,8 +130,12 @@ int st_refusal_is_final(int i, int err)
 void st_fix_refused(int i, int err, char *fix, size_t n)
 {
 	const struct st_sockopt *o = &st_sockopts[i];
-	if (err == ENOPROTOOPT)
-		snprintf(fix, n, "%s or later has %s", since(i) ? since(i) : "a newer kernel", o->label);
+	int len = 0;
+	const char *release = since(i, &len);
+	if (err == ENOPROTOOPT && release)
+		snprintf(fix, n, "%.*s or later has %s", len, release, o->label);
+	else if (err == ENOPROTOOPT)
+		snprintf(fix, n, "a newer kernel or later has %s", o->label);
 	else if (err == EPERM)
 		st_fix_denied(i, fix, n);
 	else if (err == ENODEV && i < ST_V_COUNT && st_vars[i].type == ST_T_IFNAME)
@@ -185,14 +194,31 @@ int st_hz_from_readback(long long asked_us, long long readback_us, long long *ji
 	return 0;
 }
 
-/* usecs_to_jiffies() rounds up, jiffies_to_usecs() down: at HZ=300, 9999 us is 3 jiffies,
- * reported as 10000 (a multiple of a 3333 us jiffy would say 9999). */
+/* usecs_to_jiffies() and msecs_to_jiffies() round up, jiffies_to_usecs() and
+ * jiffies_to_msecs() down: at HZ=300, 9999 us is 3 jiffies, reported as 10000 (a multiple of
+ * a 3333 us jiffy would say 9999); at HZ=250, 1001 ms is 251 jiffies, reported as 1004. */
+long long st_jiffies_kept(long long v, long long per_s, long long hz)
+{
+	if (hz <= 0 || per_s <= 0 || v <= 0 || v > LLONG_MAX / 1024 / hz)
+		return v;
+	long long jiffies = (v * hz + per_s - 1) / per_s;
+	return jiffies * per_s / hz;
+}
+
 long long st_us_rounded(long long us, long long hz)
 {
-	if (hz <= 0 || us <= 0 || us > LLONG_MAX / 1024 / hz)
-		return us;
-	long long jiffies = (us * hz + 999999) / 1000000;
-	return jiffies * 1000000 / hz;
+	return st_jiffies_kept(us, 1000000, hz);
+}
+
+int st_took(int i, long long want, long long got, long long hz)
+{
+	long long per_s = i < ST_V_COUNT ? st_duration_per_s(st_vars[i].type) : 0;
+	if (!per_s)
+		return !st_short_of(i, want, got);
+	if (hz > 0)
+		return got == st_jiffies_kept(want, per_s, hz);
+	/* HZ unknown: rounded up by less than the longest jiffy there is (HZ=100: 10 ms) */
+	return got >= want && got - want < per_s / 100;
 }
 
 long long st_us_min(long long hz)

@@ -45,6 +45,26 @@ const struct st_sockopt st_sockopts[ST_O_COUNT] = {
 #undef ST_KA_PART
 };
 
+const signed char st_app_index[ST_O_COUNT] = {
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
+	[ST_V_##id] = ST_APP_IF(sock, (ST_A_##id), (-1)),
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+	[ST_O_KEEPIDLE] = ST_A_KEEPIDLE,
+	[ST_O_KEEPINTVL] = ST_A_KEEPINTVL,
+	[ST_O_KEEPCNT] = ST_A_KEEPCNT,
+};
+
+const signed char st_app_option[ST_A_COUNT] = {
+#define ST_ENTRY(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
+	ST_APP_IF(sock, ([ST_A_##id] = ST_V_##id,), ())
+	ST_VARIABLES(ST_ENTRY)
+#undef ST_ENTRY
+	[ST_A_KEEPIDLE] = ST_O_KEEPIDLE,
+	[ST_A_KEEPINTVL] = ST_O_KEEPINTVL,
+	[ST_A_KEEPCNT] = ST_O_KEEPCNT,
+};
+
 /* Whether a variable is OWN (no socket option, but it tunes sockets). */
 static const unsigned char own[ST_V_COUNT] = {
 #define ST_OWN_OWN 1

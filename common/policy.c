@@ -275,9 +275,11 @@ int st_parse_ifname(const char *s, char *out, size_t outlen, char *err, size_t n
 	return 0;
 }
 
-/* A duration in microseconds: digits with an optional fraction and a unit (us, ms, s); a
- * bare number is microseconds, the kernel's own unit for these options. */
-int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+/* A duration: digits with an optional fraction and a unit (us, ms, s); a bare number is in
+ * the option's own unit, the kernel's (base: 1 for microseconds, 1000 for milliseconds, named
+ * base_name), and the value is a whole number of it, in [min, max] of it. */
+static int parse_duration(const char *s, unsigned long long base, const char *base_name,
+                          long long min, long long max, long long *out, char *err, size_t n)
 {
 	unsigned long long whole;
 	const char *end;
@@ -286,7 +288,8 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 	int negative = r == -3;
 	if (negative)
 		r = 0;
-	if (r == 0 && *end == '.') {
+	int digits = r == 0 || r == -2; /* (too large for any unit: out of range once well formed) */
+	if (digits && *end == '.') {
 		end++;
 		for (int k = 0; isdigit((unsigned char)*end) && k < 6; k++, end++) {
 			frac = frac * 10 + (unsigned long long)(*end - '0');
@@ -295,9 +298,11 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 		if (scale == 1)
 			r = -1;
 	}
-	unsigned long long unit = 0;
-	if (r == 0) {
-		if (strcmp(end, "") == 0 || strcmp(end, "us") == 0)
+	unsigned long long unit = 0; /* in microseconds */
+	if (digits && r != -1) {
+		if (strcmp(end, "") == 0)
+			unit = base;
+		else if (strcmp(end, "us") == 0)
 			unit = 1;
 		else if (strcmp(end, "ms") == 0)
 			unit = 1000;
@@ -305,18 +310,36 @@ int st_parse_usec(const char *s, long long min, long long max, long long *out, c
 			unit = 1000000;
 	}
 	if (r == -1 || !unit) {
-		snprintf(err, n, "not a duration (a number with us, ms or s; a bare number is us)");
+		snprintf(err, n, "not a duration (a number with us, ms or s; a bare number is %s)",
+		         base_name);
 		return -1;
 	}
-	/* whole * unit + frac * unit / scale, in range, without overflow */
-	if (r == -2 || negative || whole > (unsigned long long)max / unit ||
-	    whole * unit + frac * unit / scale > (unsigned long long)max ||
-	    whole * unit + frac * unit / scale < (unsigned long long)min) {
-		snprintf(err, n, "out of range (%lldus..%lldus; a bare number is us)", min, max);
+	/* whole * unit + frac * unit / scale microseconds, in range, without overflow */
+	unsigned long long hi = (unsigned long long)max * base, us = 0;
+	if (r != -2 && !negative && whole <= hi / unit)
+		us = whole * unit + frac * unit / scale;
+	if (r == -2 || negative || whole > hi / unit || us > hi ||
+	    us < (unsigned long long)min * base) {
+		snprintf(err, n, "out of range (%lld%s..%lld%s; a bare number is %s)", min, base_name,
+		         max, base_name, base_name);
 		return -1;
 	}
-	*out = (long long)(whole * unit + frac * unit / scale);
+	if (us % base) {
+		snprintf(err, n, "not a whole number of %s (the kernel's unit for it)", base_name);
+		return -1;
+	}
+	*out = (long long)(us / base);
 	return 0;
+}
+
+int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+{
+	return parse_duration(s, 1, "us", min, max, out, err, n);
+}
+
+int st_parse_msec(const char *s, long long min, long long max, long long *out, char *err, size_t n)
+{
+	return parse_duration(s, 1000, "ms", min, max, out, err, n);
 }
 
 int st_expand_path(const char *pattern, long pid, char *out, size_t n)
@@ -385,6 +408,9 @@ int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *e
 		break;
 	case ST_T_USEC:
 		r = st_parse_usec(s, v->min, v->max, &val, err, n);
+		break;
+	case ST_T_MSEC:
+		r = st_parse_msec(s, v->min, v->max, &val, err, n);
 		break;
 	case ST_T_TOS:
 		r = st_parse_tos(s, &val, err, n);

@@ -26,6 +26,7 @@ enum st_type {
 	ST_T_TOS,      /* 0..255 (0x.. allowed) or lowdelay, throughput, reliability, lowcost */
 	ST_T_PRECEDENCE, /* policy or app */
 	ST_T_USEC,     /* a duration in microseconds: 8ms, 8000us, 0.5s; a bare number is us */
+	ST_T_MSEC,     /* a duration in milliseconds: 10s, 1500ms; a bare number is ms */
 	ST_T_IFNAME,   /* a network interface name: 1 to 15 characters, no '/', ':' or blank */
 };
 
@@ -130,6 +131,10 @@ enum st_type {
 	X(RTO_MIN, "RTO_MIN", "rto-min", ST_T_USEC, ST_US_OPT_MIN, ST_US_OPT_MAX, "DURATION", "unset (200 ms)", \
 	  "TCP_RTO_MIN_US (Linux 6.15): the least retransmission timeout; also caps delayed ACKs", \
 	  SOCK(IPPROTO_TCP, TCP_RTO_MIN_US, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_SOCKOPS, NULL, NULL)) \
+	X(RTO_MAX, "RTO_MAX", "rto-max", ST_T_MSEC, 1000, 120000, "DURATION", "unset (120 s)", \
+	  "TCP_RTO_MAX_MS (Linux 6.15): the longest retransmission timeout, e.g. 10s", \
+	  SOCK(IPPROTO_TCP, TCP_RTO_MAX_MS, ST_O_CLIENT | ST_O_ROUNDS_UP | ST_O_KERNEL_RANGE | \
+	       ST_O_SOCKOPS, NULL, NULL)) \
 	X(MAXSEG, "MAXSEG", "maxseg", ST_T_INT, 88, 32767, "BYTES", "unset (the route's MTU)", \
 	  "TCP_MAXSEG: the largest segment either side sends (the MSS offered)", \
 	  SOCK(IPPROTO_TCP, TCP_MAXSEG, ST_O_CLIENT | ST_O_NOT_COMPARED | ST_O_SOCKOPS, NULL, NULL)) \
@@ -200,6 +205,9 @@ enum st_opt_flags {
 	ST_O_CLIENT_ONLY = 512,  /* outgoing connections only, never listeners */
 	ST_O_SOCKOPS = 1024,     /* a cgroup sock_ops program sets it too (bpf_setsockopt takes
 	                          * it: net/core/filter.c), on each connection it sees */
+	ST_O_KERNEL_RANGE = 2048, /* the row's [min, max] is the kernel's own range (else EINVAL),
+	                           * the same from any process: the cgroup mode's hook holds an
+	                           * app's value inside it and lets one outside fail */
 };
 
 enum st_var_id {
@@ -267,6 +275,19 @@ int st_parse_tos(const char *s, long long *out, char *err, size_t n);
 int st_parse_name(const char *s, char *out, size_t outlen, char *err, size_t n);
 int st_parse_ifname(const char *s, char *out, size_t outlen, char *err, size_t n);
 int st_parse_usec(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+int st_parse_msec(const char *s, long long min, long long max, long long *out, char *err, size_t n);
+
+/* The unit of a duration (ST_T_USEC: "us", ST_T_MSEC: "ms", the kernel's own for the option),
+ * NULL for a value of another type: in a duration's range, its log key (delack_max_us) and
+ * what the kernel keeps of it (rounded up to a jiffy); and how many of it make a second. */
+static inline const char *st_duration_unit(enum st_type t)
+{
+	return t == ST_T_USEC ? "us" : t == ST_T_MSEC ? "ms" : NULL;
+}
+static inline long long st_duration_per_s(enum st_type t)
+{
+	return t == ST_T_USEC ? 1000000 : t == ST_T_MSEC ? 1000 : 0;
+}
 
 /* Parse value s for variable id into p (marks it set).  Returns 0 or -1 with err. */
 int st_policy_set(struct st_policy *p, enum st_var_id id, const char *s, char *err, size_t n);

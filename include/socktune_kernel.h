@@ -89,6 +89,16 @@ int st_hz_from_readback(long long asked_us, long long readback_us, long long *ji
 
 /* What the kernel keeps of us at hz, as getsockopt reports it: rounded up to a jiffy. */
 long long st_us_rounded(long long us, long long hz);
+/* The same for v of a unit per_s of which make a second (1000000: us, 1000: ms). */
+long long st_jiffies_kept(long long v, long long per_s, long long hz);
+
+/* Whether got, read back on a socket where option i was set to want by a program that cannot
+ * see its setsockopt fail (the cgroup mode's bpf_setsockopt), is the kernel's keeping of
+ * want: a duration exactly what the kernel keeps of it at hz (rounded up to a jiffy; hz
+ * unknown, <= 0: rounded up by less than 10 ms, HZ=100's jiffy), for the default it reads
+ * when the set failed is often more than asked (TCP_RTO_MAX_MS: 120000); any other option
+ * not short of it (st_short_of). */
+int st_took(int i, long long want, long long got, long long hz);
 
 /* The least and the greatest value a microsecond option keeps at hz (2 jiffies, 200 ms). */
 long long st_us_min(long long hz);

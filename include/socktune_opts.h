@@ -17,6 +17,9 @@
 #ifndef TCP_DELACK_MAX_US
 #define TCP_DELACK_MAX_US 46
 #endif
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
 #ifndef IPV6_FREEBIND
 #define IPV6_FREEBIND 78
 #endif
@@ -47,6 +50,40 @@ enum st_sockops_how {
 };
 
 enum { ST_O_KEEPIDLE = ST_V_COUNT, ST_O_KEEPINTVL, ST_O_KEEPCNT, ST_O_COUNT };
+/* Sets of options are one word: the per-connection mask of a listener, what the app set
+ * (st_apply_req.keep), what was refused for good, bit 1 << option; and st_policy.set, bit
+ * 1 << variable (fewer still). */
+_Static_assert(ST_O_COUNT <= 64, "every set of options (bit 1 << option) is one uint64_t");
+
+/* The options an app can set itself (a row whose socket option column is SOCK or SOCK6, in
+ * the order of the table, then the three parts of SOCKTUNE_KEEPALIVE), numbered densely:
+ * what the library remembers of an app's own setsockopt takes one bit per option an app
+ * can set, not one per variable (shim/shim.h: a descriptor's entry).  Generated from the
+ * table: ST_APP_IF(sock column, (yes), (no)) is yes for SOCK and SOCK6, no for the rest. */
+#define ST_APP_SOCK(...) ST_APP_PICK_YES
+#define ST_APP_SOCK6(...) ST_APP_PICK_YES
+#define ST_APP_SOCKOPS(...) ST_APP_PICK_NO
+#define ST_APP_OWN ST_APP_PICK_NO
+#define ST_APP_NOSOCK ST_APP_PICK_NO
+#define ST_APP_PICK_YES(yes, no) ST_APP_UNPAREN yes
+#define ST_APP_PICK_NO(yes, no) ST_APP_UNPAREN no
+#define ST_APP_UNPAREN(...) __VA_ARGS__
+#define ST_APP_IF(sock, yes, no) ST_APP_##sock(yes, no)
+
+enum st_app_id {
+#define ST_APP_ENUM(id, suffix, opt, type, lo, hi, arg, dflt, help, sock) \
+	ST_APP_IF(sock, (ST_A_##id,), ())
+	ST_VARIABLES(ST_APP_ENUM)
+#undef ST_APP_ENUM
+	ST_A_KEEPIDLE,
+	ST_A_KEEPINTVL,
+	ST_A_KEEPCNT,
+	ST_A_COUNT
+};
+
+/* Option -> its number among those an app can set (-1: none can), and back. */
+extern const signed char st_app_index[ST_O_COUNT];
+extern const signed char st_app_option[ST_A_COUNT];
 
 struct st_sockopt {
 	const char *label; /* "SO_RCVBUF"; NULL: the variable is no socket option */
@@ -110,6 +147,12 @@ static inline int st_opt_want(const struct st_policy *p, int i, int *want)
 	/* a name option: the name is elsewhere; an unsigned one (SO_MARK) goes in as its bits */
 	*want = (st_sockopts[i].flags & ST_O_NAME) ? 1 : (int)(unsigned)p->num[i];
 	return st_has(p, (enum st_var_id)i);
+}
+
+/* The unit of option i when it is a duration ("us", "ms"; st_duration_unit), else NULL. */
+static inline const char *st_opt_unit(int i)
+{
+	return i >= 0 && i < ST_V_COUNT ? st_duration_unit(st_vars[i].type) : NULL;
 }
 
 /* The value of a name option (ST_O_NAME: "bbr", "eth0"). */

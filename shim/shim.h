@@ -62,11 +62,33 @@ enum st_kind {
 	                    * close_range(), closefrom(), dup2() onto it): until the real call
 	                    * returns the number still names it, and accept() adopts nothing */
 };
-#define ST_FD_KIND_MASK 0xfull
-#define ST_FD_QUICKACK 0x10ull  /* re-arm TCP_QUICKACK after every receive */
-#define ST_FD_APP_SHIFT 8       /* bits 8..51: options the app set itself (bit 8 + option) */
+#define ST_FD_KIND_MASK 0xfull  /* bits 0..3 */
+#define ST_FD_QUICKACK 0x10ull  /* bit 4: re-arm TCP_QUICKACK after every receive */
+#define ST_FD_APP_SHIFT 5       /* bits 5..51: the options the app set itself, one bit per
+                                 * option an app can set (st_app_index): room for 47 */
 #define ST_FD_REC_SHIFT 52      /* bits 52..63: listener record + 1 */
 #define ST_FD_KIND(e) ((unsigned)((e) & ST_FD_KIND_MASK))
+_Static_assert(((ST_FD_KIND_MASK | ST_FD_QUICKACK) >> ST_FD_APP_SHIFT) == 0,
+               "the kind and the quick-ack bit below the app's bits");
+_Static_assert(ST_A_COUNT <= ST_FD_REC_SHIFT - ST_FD_APP_SHIFT,
+               "one bit in a descriptor's entry per option an app can set");
+
+/* The options the app set itself, in a descriptor's entry. */
+#define APP_BITS (((1ull << ST_A_COUNT) - 1) << ST_FD_APP_SHIFT)
+/* Option i's bit there (0 for an option no app can set: no call of the app's touches it). */
+static inline uint64_t st_app_bit(int i)
+{
+	int a = st_app_index[i];
+	return a < 0 ? 0 : 1ull << (ST_FD_APP_SHIFT + a);
+}
+/* The options the app set itself by entry e, as a set of options (bit 1 << option). */
+static inline uint64_t st_app_options(uint64_t e)
+{
+	uint64_t mine = 0;
+	for (uint64_t b = (e & APP_BITS) >> ST_FD_APP_SHIFT; b; b &= b - 1) /* (mostly none) */
+		mine |= 1ull << st_app_option[__builtin_ctzll(b)];
+	return mine;
+}
 
 struct st_fdmap {
 	unsigned size;         /* entries, fixed when the map is made */

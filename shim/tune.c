@@ -158,7 +158,7 @@ void st_tune(int fd, int family, unsigned kind, unsigned need, unsigned skip, ui
 		.dry = st_dry_run(),
 		.off = atomic_load(&refused_for_good),
 	};
-	uint64_t mine = (app & APP_BITS) >> ST_FD_APP_SHIFT; /* what the app set itself */
+	uint64_t mine = st_app_options(app); /* what the app set itself */
 	if (st_app_wins())
 		rq.keep = mine;
 	int kept = 0; /* app_kept's items so far */
@@ -210,7 +210,7 @@ void st_tune_bind(int fd, int family, uint64_t app, struct st_bind_undo *undo)
 		.need = ST_O_BEFORE_BIND,
 		.off = atomic_load(&refused_for_good),
 	};
-	uint64_t mine = (app & APP_BITS) >> ST_FD_APP_SHIFT;
+	uint64_t mine = st_app_options(app);
 	undo->changed = 0;
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		struct st_outcome o;

@@ -11,8 +11,6 @@
 
 #include "shim.h"
 
-_Static_assert(ST_O_COUNT <= ST_FD_REC_SHIFT - ST_FD_APP_SHIFT,
-               "one bit per option in a descriptor's entry");
 _Static_assert(ST_MAX_LISTENERS < (1 << (64 - ST_FD_REC_SHIFT)), "record numbers fit the entry");
 
 /* ---- listener records (records.c) ---- */
@@ -128,13 +126,6 @@ static inline int st_app_wins(void)
 {
 	return st_has(&st_policy, ST_V_PRECEDENCE) &&
 	       st_policy.num[ST_V_PRECEDENCE] == ST_PRECEDENCE_APP;
-}
-
-/* The options the app set itself, in a descriptor's entry. */
-#define APP_BITS (((1ull << ST_O_COUNT) - 1) << ST_FD_APP_SHIFT)
-static inline uint64_t st_app_bit(int i)
-{
-	return 1ull << (ST_FD_APP_SHIFT + i);
 }
 
 /* ---- the apply step as the library runs it (tune.c) ---- */

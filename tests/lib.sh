@@ -190,6 +190,67 @@ field() {
 	}'
 }
 
+# kernel_range LEVEL OPTNAME TAKEN LO HI: the least and the greatest int a TCP socket takes
+# for the socket option (LEVEL, OPTNAME), as "LEAST GREATEST", by bisection on a probe socket
+# from TAKEN (a value it takes) down to LO and up to HI (the values taken must be one run);
+# "none" when the kernel lacks the option (ENOPROTOOPT), "refused" when it refuses TAKEN.
+kernel_range() {
+	$PY - "$@" <<'EOF'
+import socket, sys
+level, name, taken, lo, hi = map(int, sys.argv[1:])
+s = socket.socket()
+def ok(v):
+    try:
+        s.setsockopt(level, name, v)
+        return True
+    except OSError as e:
+        if e.errno == 92:
+            print("none")
+            sys.exit(0)
+        return False
+if not ok(taken):
+    print("refused")
+    sys.exit(0)
+a, b = lo, taken
+while a < b:
+    m = (a + b) // 2
+    if ok(m): b = m
+    else: a = m + 1
+c, d = taken, hi
+while c < d:
+    m = (c + d + 1) // 2
+    if ok(m): c = m
+    else: d = m - 1
+print(a, c)
+EOF
+}
+
+# kernel_keeps LEVEL OPTNAME VALUE: what getsockopt reads on a TCP socket after setsockopt
+# of VALUE (an option the kernel rounds: its rounding); nothing when it refuses VALUE.
+kernel_keeps() {
+	$PY -c 'import socket, sys
+l, o, v = map(int, sys.argv[1:])
+s = socket.socket(); s.setsockopt(l, o, v); print(s.getsockopt(l, o))' "$@" 2>/dev/null
+}
+
+# refused_by_name NAME WANT [VAR=value...] -- ARGS...: socktune ARGS -- touch FILE, with those
+# variables set, is refused before it runs anything: status 2, the program not run, one line
+# on stderr, and that line has WANT (a fixed string: "--rto-max 999: out of range (1000ms..").
+refused_by_name() {
+	_n=$1 _want=$2
+	shift 2
+	_envs=""
+	while [ "$1" != "--" ]; do _envs="$_envs $1"; shift; done
+	shift
+	rm -f "$TMP/ran"
+	# shellcheck disable=SC2086 # the variables, one word each
+	env $_envs "$CLI" "$@" -- touch "$TMP/ran" >"$TMP/$_n.out" 2>"$TMP/$_n.err"
+	_rc=$?
+	check "$_n" "status $_rc (want 2), ran: $([ -e "$TMP/ran" ] && echo yes || echo no), $(wc -l <"$TMP/$_n.err") lines (want 1, with '$_want'): $(cat "$TMP/$_n.err")" \
+		"$_rc" = 2 -a ! -e "$TMP/ran" -a "$(wc -l <"$TMP/$_n.err")" = 1 -a \
+		-n "$(grep -F -- "$_want" "$TMP/$_n.err")"
+}
+
 # json_get FILE|- PATH [LINE]: the value at the dotted PATH (a number indexes a list:
 # listeners.0.port) of the JSON document in FILE ("-": stdin) or, with LINE, of the one on
 # line LINE (1-based) of FILE, printed as python prints it (True, False, None); nothing and

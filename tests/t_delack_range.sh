@@ -9,24 +9,9 @@
 # the least the kernel takes (one less is EINVAL).
 . "$(dirname "$0")/lib.sh"
 
-# the kernel's least: the first value of 1..250000 us it takes (1 jiffy + 1 us), by bisection
-# on a probe socket; "none": no TCP_DELACK_MAX_US (a kernel older than Linux 6.15)
-least=$($PY -c '
-import socket
-s = socket.socket()
-def ok(v):
-    try:
-        s.setsockopt(6, 46, v); return True
-    except OSError as e:
-        if e.errno == 92: raise SystemExit("none")
-        return False
-lo, hi = 1, 200000
-if not ok(hi): raise SystemExit("none")
-while lo < hi:
-    mid = (lo + hi) // 2
-    if ok(mid): hi = mid
-    else: lo = mid + 1
-print(lo)' 2>&1)
+# the kernel's least: the first value of 1..200000 us it takes (1 jiffy + 1 us); "none": no
+# TCP_DELACK_MAX_US (a kernel older than Linux 6.15)
+least=$(kernel_range 6 46 200000 1 200000 | cut -d' ' -f1)
 case "$least" in
 none) skip delack_range "this kernel has no TCP_DELACK_MAX_US (older than Linux 6.15)"; exit 0 ;;
 '' | *[!0-9]*) fail delack_range_probe "probe: $least"; exit 0 ;;
@@ -45,30 +30,14 @@ else
 	check delack_range_is_kernels "this kernel refuses under $least us, validation takes $floor and up" \
 		"$least" = "$floor"
 fi
-kept=$($PY -c 'import socket, sys
-s = socket.socket(); s.setsockopt(6, 46, int(sys.argv[1])); print(s.getsockopt(6, 46))' "$floor")
+kept=$(kernel_keeps 6 46 "$floor")
 
 # ---- refused by name: the wrapper, from an option and from the environment
-# refused NAME WANT [VAR=value...] -- ARGS: status 2, the program not run, one line with WANT
-refused() {
-	_n=$1 _want=$2
-	shift 2
-	_envs=""
-	while [ "$1" != "--" ]; do _envs="$_envs $1"; shift; done
-	shift
-	rm -f "$TMP/ran"
-	# shellcheck disable=SC2086
-	env $_envs "$CLI" "$@" -- touch "$TMP/ran" >"$TMP/$_n.out" 2>"$TMP/$_n.err"
-	_rc=$?
-	check "$_n" "status $_rc (want 2), ran: $([ -e "$TMP/ran" ] && echo yes || echo no), $(wc -l <"$TMP/$_n.err") lines (want 1): $(cat "$TMP/$_n.err")" \
-		"$_rc" = 2 -a ! -e "$TMP/ran" -a "$(wc -l <"$TMP/$_n.err")" = 1 -a \
-		-n "$(grep -F -- "$_want" "$TMP/$_n.err" | grep -F "${floor}us")"
-}
-refused delack_range_option_2ms "--delack-max 2ms: out of range" -- --delack-max 2ms --nodelay
-refused delack_range_env_2ms "SOCKTUNE_DELACK_MAX=2ms: out of range" SOCKTUNE_DELACK_MAX=2ms -- --nodelay
-refused delack_range_below_floor "--delack-max $((floor - 1))us: out of range" -- --delack-max "$((floor - 1))us"
-refused rto_range_option_2ms "--rto-min 2ms: out of range" -- --rto-min 2ms
-refused delack_range_cgroup_2ms "--delack-max 2ms: out of range" -- --cgroup --delack-max 2ms
+refused_by_name delack_range_option_2ms "--delack-max 2ms: out of range (${floor}us.." -- --delack-max 2ms --nodelay
+refused_by_name delack_range_env_2ms "SOCKTUNE_DELACK_MAX=2ms: out of range (${floor}us.." SOCKTUNE_DELACK_MAX=2ms -- --nodelay
+refused_by_name delack_range_below_floor "--delack-max $((floor - 1))us: out of range (${floor}us.." -- --delack-max "$((floor - 1))us"
+refused_by_name rto_range_option_2ms "--rto-min 2ms: out of range (${floor}us.." -- --rto-min 2ms
+refused_by_name delack_range_cgroup_2ms "--delack-max 2ms: out of range (${floor}us.." -- --cgroup --delack-max 2ms
 
 # ---- the library: the variable named, the rest of the policy applied, the option untouched
 SRV='import socket

@@ -128,9 +128,7 @@ int cg_say_end(const struct st_policy *p, const struct cg_end *e, int outgoing,
 			rec_int(r, k, got);
 		/* a duration is kept in jiffies, rounded up: anything else read back (the default)
 		 * is a refusal, even when larger than asked */
-		int usec = i < ST_V_COUNT && st_vars[i].type == ST_T_USEC && h->hz > 0;
-		if ((flags & ST_O_NOT_COMPARED) ||
-		    (usec ? got == st_us_rounded(want, h->hz) : !st_short_of(i, want, got)))
+		if ((flags & ST_O_NOT_COMPARED) || st_took(i, want, got, h->hz))
 			continue;
 		long long limit = limit_of(h, i);
 		if ((flags & ST_O_BUFFER) && limit >= 0 && got >= st_expect(i, want, 0, limit)) {

@@ -18,7 +18,8 @@
  * The hook writes our value before the kernel checks the app's: an app's value the kernel
  * would refuse must go through untouched (its EINVAL or EPERM is the app's), and ours must be
  * one the kernel takes from this app too (bpf_setsockopt checks no capability; the app's own
- * call does).  Options not listed take any int (the flags, SO_RCVBUF, SO_SNDBUF, IP_TOS,
+ * call does).  Options not listed, whose row does not state the kernel's range either
+ * (ST_O_KERNEL_RANGE), take any int (the flags, SO_RCVBUF, SO_SNDBUF, IP_TOS,
  * TCP_NOTSENT_LOWAT, SO_MAX_PACING_RATE; SO_MARK needs a capability whatever the value). */
 static const struct {
 	int level, optname;
@@ -46,6 +47,12 @@ int cg_int_range(int level, int optname, long long hz, struct int_range *r)
 	if (level == IPPROTO_TCP && (optname == TCP_DELACK_MAX_US || optname == TCP_RTO_MIN_US)) {
 		*r = (struct int_range){hz > 0 ? 1000000 / hz + 1 : 10001, hz > 0 ? st_us_max(hz) : 200000,
 		                        0, NULL};
+		return 1;
+	}
+	/* an option whose row states the kernel's own range (TCP_RTO_MAX_MS: 1000..120000) */
+	int i = st_opt_lookup(level, optname);
+	if (i >= 0 && i < ST_V_COUNT && (st_sockopts[i].flags & ST_O_KERNEL_RANGE)) {
+		*r = (struct int_range){st_vars[i].min, st_vars[i].max, 0, NULL};
 		return 1;
 	}
 	for (size_t k = 0; k < sizeof int_ranges / sizeof int_ranges[0]; k++)

@@ -175,11 +175,12 @@ static void check_readback(struct verdict *v, const struct st_policy *p)
 	               : (st_sockopts[v->id].flags & ST_O_UNSIGNED) ? (long long)(unsigned)o.got : o.got;
 	v->status = st_short_of(v->id, v->want, o.got) ? V_CLAMPED : V_OK;
 	snprintf(v->why, sizeof v->why, "%s", v->status == V_OK ? "ok" : "the kernel kept another value");
+	const char *unit = st_opt_unit(v->id);
 	if (v->status == V_OK && o.got > v->want && (st_sockopts[v->id].flags & ST_O_ROUNDS_UP))
-		snprintf(v->why, sizeof v->why, "ok (rounded up to %d%s)", o.got,
+		snprintf(v->why, sizeof v->why, "ok (rounded up to %d%s%s%s%s)", o.got,
 		         /* kept as a count of SYN-ACK retransmissions, reported as the time it covers */
-		         v->id == ST_V_DEFER_ACCEPT ? " s: SYN-ACK retransmission steps"
-		         : st_vars[v->id].type == ST_T_USEC ? " us: the kernel counts in jiffies" : "");
+		         v->id == ST_V_DEFER_ACCEPT ? " s: SYN-ACK retransmission steps" : "",
+		         unit ? " " : "", unit ? unit : "", unit ? ": the kernel counts in jiffies" : "");
 }
 
 static void check_congestion(struct verdict *v, const struct st_policy *p, const struct host *h)

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		enum st_type t = st_vars[i].type;
 		if (t == ST_T_SIZE || t == ST_T_INT || t == ST_T_BOOL || t == ST_T_LOGLEVEL ||
-		    t == ST_T_TOS || t == ST_T_PRECEDENCE || t == ST_T_USEC)
+		    t == ST_T_TOS || t == ST_T_PRECEDENCE || st_duration_unit(t))
 			FUZZ_ASSERT(p.num[i] >= st_vars[i].min && p.num[i] <= st_vars[i].max);
 	}
 	for (int i = 0; i < ST_V_COUNT; i++)

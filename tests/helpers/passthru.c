@@ -247,6 +247,8 @@ static void calls(void)
 	     setsockopt(lst, IPPROTO_TCP, TCP_CONGESTION, "nope-cc", 7));
 	CALL("setsockopt listener user-timeout-neg",
 	     setsockopt(lst, IPPROTO_TCP, TCP_USER_TIMEOUT, &(int){-1}, sizeof(int)));
+	CALL("setsockopt listener rto-max-999", /* TCP_RTO_MAX_MS (44, Linux 6.15): 1000..120000 */
+	     setsockopt(lst, IPPROTO_TCP, 44, &(int){999}, sizeof(int)));
 	/* accept, accept4 */
 	CALLFD("accept ebadf", accept(-1, NULL, NULL));
 	CALLFD("accept notsock", accept(file, NULL, NULL));

@@ -169,6 +169,7 @@ static void test_refusals(void)
 	} cases[] = {
 		{ST_V_DELACK_MAX, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_DELACK_MAX_US"},
 		{ST_V_RTO_MIN, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_RTO_MIN_US"},
+		{ST_V_RTO_MAX, ENOPROTOOPT, 1, "Linux 6.15 or later has TCP_RTO_MAX_MS"},
 		{ST_V_MAXSEG, ENOPROTOOPT, 1, "a newer kernel"},
 		{ST_V_TRANSPARENT, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
 		{ST_V_MARK, EPERM, 1, "grant CAP_NET_ADMIN or CAP_NET_RAW"},
@@ -217,12 +218,54 @@ static void test_congestion(void)
 	end_group("congestion_why");
 }
 
+/* What a program that cannot see its setsockopt fail (the cgroup mode) reads back, judged: a
+ * duration is applied only when it reads what the kernel keeps of it (rounded up to a jiffy),
+ * never the default it reads when the set failed, however much larger; another option when
+ * not short of it. */
+static void test_took(void)
+{
+	static const struct { long long v, per_s, hz, kept; } k[] = {
+		{1001, 1000, 250, 1004}, {1001, 1000, 300, 1003}, {1001, 1000, 1000, 1001},
+		{1001, 1000, 100, 1010}, {120000, 1000, 250, 120000}, {119999, 1000, 250, 120000},
+		{5000, 1000000, 250, 8000}, {1001, 1000, 0, 1001},
+	};
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+		if (st_jiffies_kept(k[i].v, k[i].per_s, k[i].hz) != k[i].kept)
+			CASE_FAIL("%lld (1/%lld s) at HZ=%lld keeps %lld, want %lld", k[i].v, k[i].per_s,
+			          k[i].hz, st_jiffies_kept(k[i].v, k[i].per_s, k[i].hz), k[i].kept);
+	static const struct { int opt; long long want, got, hz; int took; } c[] = {
+		{ST_V_DELACK_MAX, 5000, 8000, 250, 1},
+		{ST_V_DELACK_MAX, 5000, 200000, 250, 0}, /* the default: the set failed */
+		{ST_V_DELACK_MAX, 5000, 5000, 250, 0},
+		{ST_V_DELACK_MAX, 5000, 8000, 0, 1},     /* HZ unknown: less than 10 ms more */
+		{ST_V_DELACK_MAX, 5000, 200000, 0, 0},
+		{ST_V_RTO_MAX, 1001, 1004, 250, 1},     /* measured on 6.18, HZ=250 */
+		{ST_V_RTO_MAX, 1001, 120000, 250, 0},   /* the default, never below what was asked */
+		{ST_V_RTO_MAX, 1001, 1001, 250, 0},
+		{ST_V_RTO_MAX, 5000, 5000, 250, 1},
+		{ST_V_RTO_MAX, 1001, 1001, 1000, 1},
+		{ST_V_RTO_MAX, 1001, 1004, 0, 1},       /* HZ unknown */
+		{ST_V_RTO_MAX, 1001, 120000, 0, 0},
+		{ST_V_NODELAY, 1, 1, 250, 1},
+		{ST_V_NODELAY, 1, 0, 250, 0},
+		{ST_V_DEFER_ACCEPT, 5, 7, 250, 1},       /* rounded up, not a duration */
+		{ST_V_RCVBUF, 65536, 131072, 250, 1},
+		{ST_V_RCVBUF, 65536, 65536, 250, 0},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+		if (st_took(c[i].opt, c[i].want, c[i].got, c[i].hz) != c[i].took)
+			CASE_FAIL("%s want %lld reads %lld at HZ=%lld: took %d", st_vars[c[i].opt].env,
+			          c[i].want, c[i].got, c[i].hz, !c[i].took);
+	end_group("judged_by_what_is_kept");
+}
+
 int main(void)
 {
 	test_congestion();
 	test_refusals();
 	test_hz();
 	test_rounding();
+	test_took();
 	test_route_fix();
 	return failures ? 1 : 0;
 }

@@ -420,6 +420,13 @@ static void test_policy_set(void)
 		{ST_V_DELACK_MAX, "200001us", BAD, 0},
 		{ST_V_RTO_MIN, "4ms", BAD, 0},
 		{ST_V_RTO_MIN, "5ms", OK, 5000},
+		/* milliseconds, the kernel's range: 999 and 120001 are EINVAL */
+		{ST_V_RTO_MAX, "1000", OK, 1000},
+		{ST_V_RTO_MAX, "10s", OK, 10000},
+		{ST_V_RTO_MAX, "120000ms", OK, 120000},
+		{ST_V_RTO_MAX, "999", BAD, 0},
+		{ST_V_RTO_MAX, "120001", BAD, 0},
+		{ST_V_RTO_MAX, "0", BAD, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct st_policy p;
@@ -726,6 +733,51 @@ static void test_name(void)
 
 /* The distance "did you mean" reads: a swap of two neighbours is one typo, as are an
  * insertion, a deletion and a substitution; case is not a difference. */
+/* Durations in the option's own unit (a bare number is it): microseconds and milliseconds,
+ * the other units converted, a value that is not a whole number of the unit refused. */
+static void test_durations(void)
+{
+	static const struct {
+		int ms; /* st_parse_msec, else st_parse_usec */
+		const char *in;
+		long long min, max;
+		int rc;
+		long long want;
+		const char *err; /* a part of the message */
+	} c[] = {
+		{0, "5ms", 4001, 200000, OK, 5000, ""},
+		{0, "0.5s", 1, 1000000, OK, 500000, ""},
+		{0, "4001", 4001, 200000, OK, 4001, ""},
+		{0, "4000us", 4001, 200000, BAD, 0, "out of range (4001us..200000us; a bare number is us)"},
+		{0, "1s", 4001, 200000, BAD, 0, "out of range"},
+		{0, "5 ms", 4001, 200000, BAD, 0, "not a duration (a number with us, ms or s; a bare number is us)"},
+		{1, "1000", 1000, 120000, OK, 1000, ""},
+		{1, "1001", 1000, 120000, OK, 1001, ""},
+		{1, "10s", 1000, 120000, OK, 10000, ""},
+		{1, "1.5s", 1000, 120000, OK, 1500, ""},
+		{1, "2000000us", 1000, 120000, OK, 2000, ""},
+		{1, "120s", 1000, 120000, OK, 120000, ""},
+		{1, "999", 1000, 120000, BAD, 0, "out of range (1000ms..120000ms; a bare number is ms)"},
+		{1, "0", 1000, 120000, BAD, 0, "out of range"},
+		{1, "-1", 1000, 120000, BAD, 0, "out of range"},
+		{1, "120001", 1000, 120000, BAD, 0, "out of range"},
+		{1, "99999999999999999999", 1000, 120000, BAD, 0, "out of range"},
+		{1, "1000.5", 1000, 120000, BAD, 0, "not a whole number of ms"},
+		{1, "1500500us", 1000, 120000, BAD, 0, "not a whole number of ms"},
+		{1, "2m", 1000, 120000, BAD, 0, "a bare number is ms"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		long long v = -1;
+		char err[160] = "";
+		int rc = c[i].ms ? st_parse_msec(c[i].in, c[i].min, c[i].max, &v, err, sizeof err)
+		                 : st_parse_usec(c[i].in, c[i].min, c[i].max, &v, err, sizeof err);
+		if (rc != c[i].rc || (rc == OK && v != c[i].want) || !strstr(err, c[i].err))
+			CASE_FAIL("%s \"%s\": rc %d value %lld err '%s'", c[i].ms ? "ms" : "us", c[i].in,
+			          rc, v, err);
+	}
+	end_group("durations");
+}
+
 static void test_edit_distance(void)
 {
 	static const struct {
@@ -766,6 +818,7 @@ int main(void)
 	test_tos();
 	test_name();
 	test_table();
+	test_durations();
 	test_edit_distance();
 	return failures ? 1 : 0;
 }
