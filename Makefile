@@ -102,15 +102,19 @@ $(BUILD)/tests/unit/test_sanitize: shim/log.c
 $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
                                    cli/findings/findings_memory.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
-                                   cli/host/grow.c \
+                                   cli/host/grow.c cli/host/pidinfo.c \
                                    cli/record.c
 
-# test_watchid includes watch's cgroup reader, and holders.c for comm_of.
-$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c
+# test_watchid includes watch's service names, holders.c for comm_of and pidinfo.c for the
+# cgroup reader.
+$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c \
+                                  cli/host/pidinfo.c
+# test_pidinfo includes the /proc/PID/cgroup reader and the namespace test whole.
+$(BUILD)/tests/unit/test_pidinfo: cli/host/pidinfo.c
 
 # test_service includes what a service is made of, and the sock_diag and holder readers, whole.
 $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
-                                  cli/host/holders.c cli/host/grow.c
+                                  cli/host/holders.c cli/host/grow.c cli/host/pidinfo.c
 
 # Test servers and clients: plain programs that know nothing of socktune.
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
