@@ -282,7 +282,4 @@ void watch_http_run(int lfd, const struct pollfd *pf, int n, double now, struct 
 double watch_http_deadline(double now); /* the earliest client deadline, or now + 3600 */
 void watch_http_close(int lfd);
 
-/* watchconn.c: the monotonic clock, in seconds */
-double watch_now(void);
-
 #endif
