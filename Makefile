@@ -102,18 +102,22 @@ $(BUILD)/tests/unit/test_sanitize: shim/log.c
 $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
                                    cli/findings/findings_memory.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
-                                   cli/host/grow.c \
+                                   cli/host/grow.c cli/host/pidinfo.c \
                                    cli/record.c
 
 # test_outcome includes the record layer, whose outcome writer it compares with the library's.
 $(BUILD)/tests/unit/test_outcome: cli/record.c
 
-# test_watchid includes watch's cgroup reader, and holders.c for comm_of.
-$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c
+# test_watchid includes watch's service names, holders.c for comm_of and pidinfo.c for the
+# cgroup reader.
+$(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c \
+                                  cli/host/pidinfo.c
+# test_pidinfo includes the /proc/PID/cgroup reader and the namespace test whole.
+$(BUILD)/tests/unit/test_pidinfo: cli/host/pidinfo.c
 
 # test_service includes what a service is made of, and the sock_diag and holder readers, whole.
 $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host/diag.c \
-                                  cli/host/holders.c cli/host/grow.c
+                                  cli/host/holders.c cli/host/grow.c cli/host/pidinfo.c
 
 # test_btf includes the BTF reader whole.
 $(BUILD)/tests/unit/test_btf: cli/host/btf.c
@@ -129,7 +133,8 @@ $(BUILD)/tests/bin/pathemu: tests/helpers/pathemu_args.h tests/helpers/pathemu_n
 
 # iterprobe includes the BPF iterator path whole, and the sock_diag reader.
 $(BUILD)/tests/bin/iterprobe: cli/host/bpfiter.c cli/host/bpfiterprog.c cli/host/btf.c \
-                              cli/host/bpfcall.c cli/host/diag.c common/host.c $(HDRS)
+                              cli/host/bpfcall.c cli/host/diag.c cli/host/pidinfo.c \
+                              common/host.c $(HDRS)
 
 # A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
 $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h

@@ -3,7 +3,6 @@
  * which signals go on to the program, how one is passed on, and the program's status made
  * the wrapper's own. */
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,16 +56,5 @@ void child_sig_pass(const siginfo_t *info, pid_t to)
 
 int child_status(int status)
 {
-	if (!WIFSIGNALED(status))
-		return WEXITSTATUS(status);
-	int s = WTERMSIG(status);
-	struct rlimit nocore = {0, 0}; /* the program's core is the one that counts */
-	setrlimit(RLIMIT_CORE, &nocore);
-	signal(s, SIG_DFL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, s);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(s);
-	return 128 + s;
+	return WIFSIGNALED(status) ? end_by_signal(WTERMSIG(status)) : WEXITSTATUS(status);
 }

@@ -78,9 +78,14 @@ void stop_on_signals(void);
  * for a loop whose calls may wait on another party for ever (stats --watch). */
 void stop_on_signals_now(void);
 const char *stop_name(void); /* "SIGINT" or "SIGTERM" */
-/* status when no signal came; else the command ends now by that signal (output flushed),
- * the shell's status 128 + its number.  main's last word. */
+/* status when no signal came; else the command ends now by that signal (end_by_signal).
+ * main's last word. */
 int stop_end(int status);
+/* This process ends now by signal sig, as if it had not caught it, so that its parent sees
+ * the signal and a shell the status 128 + its number: its output flushed, its disposition
+ * the default, unblocked, raised; no core of its own (what raised it is not a fault of
+ * ours).  128 + sig should the raise return. */
+int end_by_signal(int sig);
 
 /* ---- child.c: a wrapper's program as its child (--attach, --cgroup) ---- */
 

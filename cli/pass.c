@@ -9,18 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "socktune.h"
 #include "attach.h"
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "clock.h"
 
 /* The network namespaces the family's processes are in besides ours (`ip netns exec NS
  * server`, a worker started so): one service each, its own sock_diag socket, opened when a
@@ -136,11 +129,11 @@ void attach_pass_run(struct attach_pass *ap, int child)
 	if (ap->svc.nl >= 0 || ap->svc.how[0])
 		attach_look(&ap->t, &ap->svc);
 	unsigned long long program = netns_of(child);
-	long long start = now_ns();
+	long long start = clock_mono_ns();
 	if (start >= set->next_walk || program != set->program) {
 		find_namespaces(ap);
-		long long took = now_ns() - start;
-		set->next_walk = now_ns() + (100 * took > NS_WALK_NS ? 100 * took : NS_WALK_NS);
+		long long took = clock_mono_ns() - start;
+		set->next_walk = clock_mono_ns() + (100 * took > NS_WALK_NS ? 100 * took : NS_WALK_NS);
 	}
 	set->program = program;
 	for (size_t k = 0; k < set->n; k++)

@@ -7,6 +7,7 @@
  * even then (stop_on_signals_now). */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -47,10 +48,15 @@ const char *stop_name(void)
 int stop_end(int status)
 {
 	int sig = stop_signal;
-	if (!sig)
-		return status;
+	return sig ? end_by_signal(sig) : status;
+}
+
+int end_by_signal(int sig)
+{
 	fflush(stdout);
 	fflush(stderr);
+	struct rlimit nocore = {0, 0}; /* a wrapper's program's core is the one that counts */
+	setrlimit(RLIMIT_CORE, &nocore);
 	signal(sig, SIG_DFL);
 	sigset_t set;
 	sigemptyset(&set);

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "socktune.h"
 #include "attach.h"
+#include "clock.h"
 #include "grow.h"
 
 void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
@@ -304,8 +304,7 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 		nofile_to_hard();
 		stop_on_signals(); /* the summary, then the signal's status */
 	}
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = clock_mono_s();
 	struct service *svcs = calloc(n, sizeof *svcs);
 	struct root *roots = NULL;
 	if (!svcs) {
@@ -369,14 +368,10 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 		write_document(&t, status);
 	if (fflush(stdout) != 0 && !t.write_err)
 		t.write_err = errno;
-	if (stop_signal) {
-		struct timespec t1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (stop_signal)
 		fprintf(stderr, "socktune: attach: stopped by %s after %.1f s: %ld socket%s tuned, %ld "
-		        "refused\n", stop_name(), (double)(t1.tv_sec - t0.tv_sec) +
-		        (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, t.tuned, t.tuned == 1 ? "" : "s",
+		        "refused\n", stop_name(), clock_mono_s() - t0, t.tuned, t.tuned == 1 ? "" : "s",
 		        t.refused);
-	}
 	if (t.write_err) {
 		fprintf(stderr, "socktune: attach: writing the lines: %s%s\n", strerror(t.write_err),
 		        t.write_err == EPIPE ? " (the reader left): stopped" : "");

@@ -34,6 +34,7 @@
 #include "socktune.h"
 #include "socktune_apply.h"
 #include "attach.h"
+#include "clock.h"
 #include "grow.h"
 
 #define RESET_WINDOW_NS (1000 * 1000 * 1000LL) /* the whole look, at most */
@@ -72,13 +73,6 @@ struct attach_resets {
 	size_t ns;
 	int closed; /* looked at already: listeners found later (--follow) are not */
 };
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Whether option i, set on a listener, is what the kernel copies to the connections it makes
  * and reads back the same there: not those set per connection or meaningful on a listener
@@ -235,19 +229,19 @@ static int undecided(const struct attach_resets *rs)
 void attach_reset_wait(struct attach_state *t, int full)
 {
 	struct attach_resets *rs = t->resets && !t->resets->closed ? t->resets : NULL;
-	long long start = now_ns(), end = start + RESET_WINDOW_NS;
-	for (long long now = start; rs && rs->ns && now < end && undecided(rs); now = now_ns()) {
+	long long start = clock_mono_ns(), end = start + RESET_WINDOW_NS;
+	for (long long now = start; rs && rs->ns && now < end && undecided(rs); now = clock_mono_ns()) {
 		for (size_t j = 0; j < rs->ns; j++) {
 			struct reset_look x = {t, &rs->s[j], now};
 			svc_look(&rs->s[j].svc, SVC_W_ACCEPTED | SVC_W_EVERY, on_conn, &x);
 		}
-		long long left = end - now_ns();
+		long long left = end - clock_mono_ns();
 		struct timespec step = {0, left < RESET_STEP_NS ? (left > 0 ? left : 0) : RESET_STEP_NS};
 		nanosleep(&step, NULL);
 	}
 	if (t->resets)
 		t->resets->closed = 1;
-	for (long long left; full && (left = end - now_ns()) > 0;) { /* the rest of the second */
+	for (long long left; full && (left = end - clock_mono_ns()) > 0;) { /* the rest of the second */
 		struct timespec rest = {left / 1000000000LL, left % 1000000000LL};
 		nanosleep(&rest, NULL);
 	}

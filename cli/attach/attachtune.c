@@ -20,20 +20,11 @@
 #include "socktune_json.h"
 #include "socktune_kernel.h"
 #include "attach.h"
-
-/* Whether pid's network namespace is ours. */
-static int our_netns(int pid)
-{
-	char path[64];
-	struct stat mine, theirs;
-	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-	return stat("/proc/self/ns/net", &mine) == 0 && stat(path, &theirs) == 0 &&
-	       mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
-}
+#include "pidinfo.h"
 
 const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n)
 {
-	if (our_netns(pid))
+	if (pid_same_ns(pid, "net") == 1)
 		snprintf(buf, n, "%s", cmd);
 	else
 		snprintf(buf, n, "nsenter --net=/proc/%d/ns/net %s", pid, cmd);

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attach.h"
+#include "clock.h"
 #include "findings.h"
 
 int attach_watch_wanted(const struct attach_state *t)
@@ -61,13 +61,6 @@ static void sampled(const struct diag_sock *s, void *ctx)
 		w->have |= 1 << x->second;
 		return;
 	}
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Each service's watched connections in one dump (/proc/PID/net has no tcp_info: a service
@@ -132,10 +125,10 @@ void attach_watch_check(struct attach_state *t)
 	if (!t->nwatch)
 		return;
 	sample_all(t, 0);
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	attach_reset_wait(t, 1); /* (the second between the samples: attachreset.c's look too) */
 	sample_all(t, 1);
-	double seconds = now_s() - t0;
+	double seconds = clock_mono_s() - t0;
 	for (size_t k = 0; k < t->nwatch; k++) {
 		struct attach_watched *w = &t->watch[k];
 		struct doc_exchanges x;

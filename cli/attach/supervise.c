@@ -19,15 +19,9 @@
 
 #include "socktune.h"
 #include "attach.h"
+#include "clock.h"
 
 #define PASS_NS (ATTACH_PASS_MS * 1000 * 1000L)
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* A signal sent to the wrapper (kill, docker stop) goes on to the program, or once it has
  * exited leaving processes, to each of them that is our child now (child.c: the terminal's
@@ -114,15 +108,15 @@ int supervise_main(const struct cli *c, const struct st_policy *p)
 		fprintf(stderr, "socktune: --attach: out of memory: %s runs untuned\n", c->program[0]);
 	FILE *say = pass ? attach_pass_say(pass) : stderr;
 	int program_alive = 1, last = 0;
-	for (long long next = now_ns();;) {
+	for (long long next = clock_mono_ns();;) {
 		if (pass)
 			attach_pass_run(pass, child);
 		/* the next pass on the clock, not 20 ms after this one ended; a pass that came
 		 * more than a period late skips the ticks it missed */
 		next += PASS_NS;
-		if (now_ns() > next + PASS_NS)
-			next = now_ns() + PASS_NS;
-		for (long long wait; (wait = next - now_ns()) > 0;) {
+		if (clock_mono_ns() > next + PASS_NS)
+			next = clock_mono_ns() + PASS_NS;
+		for (long long wait; (wait = next - clock_mono_ns()) > 0;) {
 			struct timespec tick = {wait / 1000000000LL, wait % 1000000000LL};
 			siginfo_t info;
 			int sig = sigtimedwait(&set, &info, &tick);

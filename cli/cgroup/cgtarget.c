@@ -6,6 +6,7 @@
  * have moved since listen()).  The inode is found under the v2 mount by a walk of the tree. */
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "cgroup.h"
 #include "diag.h"
 #include "grow.h"
+#include "pidinfo.h"
 
 struct found {
 	unsigned long long ino, cgroup_id;
@@ -79,20 +81,13 @@ static int dir_of_id(const char *mount, unsigned long long id, char *out, size_t
 	return nftw(mount, match, 16, FTW_PHYS | FTW_MOUNT) == 1 ? 0 : -1;
 }
 
-/* pid's cgroup now, as a directory (mount + its 0:: line), or "" */
+/* pid's cgroup now, as a directory (mount + its 0:: line), or "" (not known, or too long) */
 static void now_of(int pid, const char *mount, char *out, size_t n)
 {
-	char path[64], line[3000];
-	out[0] = '\0';
-	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
-	FILE *f = fopen(path, "re");
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(out, n, "%.1000s%s", mount, strcmp(line + 3, "/") == 0 ? "" : line + 3);
-		}
-	if (f)
-		fclose(f);
+	char own[PATH_MAX];
+	if (pid_cgroup(pid, own, sizeof own) != 0 ||
+	    (size_t)snprintf(out, n, "%s%s", mount, strcmp(own, "/") == 0 ? "" : own) >= n)
+		out[0] = '\0';
 }
 
 int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,

@@ -28,6 +28,7 @@
 
 #include "socktune.h"
 #include "cgroup.h"
+#include "clock.h"
 #include "service.h"
 #include "owned.h"
 
@@ -200,13 +201,6 @@ static void tick(struct cg_state *s, const struct cli *c, const struct st_policy
 	cg_app_readback(final); /* the program's own first connections, read back once */
 }
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* The processes the program left when it exited (a daemon, a helper that ends later), ours
  * now as the subreaper: said in one line; 0 when none. */
 static int left_behind(const struct cli *c, const struct cg_state *s, pid_t pid)
@@ -242,9 +236,9 @@ static int wait_program(const struct cli *c, const struct st_policy *p, struct c
 		attach_pass_run(pass, pid);
 	/* on the clock, whatever signals come (a stream of SIGCHLD from orphans reparented here
 	 * would otherwise keep both from running) */
-	long long next_pass = mono_ms() + ATTACH_PASS_MS, next_tick = mono_ms() + TICK_MS;
+	long long next_pass = clock_mono_ms() + ATTACH_PASS_MS, next_tick = clock_mono_ms() + TICK_MS;
 	for (;;) {
-		long long now = mono_ms();
+		long long now = clock_mono_ms();
 		if (pass && now >= next_pass) {
 			attach_pass_run(pass, pid);
 			next_pass = now + ATTACH_PASS_MS;
@@ -254,7 +248,7 @@ static int wait_program(const struct cli *c, const struct st_policy *p, struct c
 			next_tick = now + TICK_MS;
 		}
 		long long due = pass && next_pass < next_tick ? next_pass : next_tick;
-		now = mono_ms();
+		now = clock_mono_ms();
 		struct timespec wait = {0, due > now ? (due - now) * 1000 * 1000L : 0};
 		siginfo_t info;
 		int sig = sigtimedwait(set, &info, &wait);

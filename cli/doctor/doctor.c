@@ -26,6 +26,7 @@
 
 #include "socktune_host.h"
 #include "socktune_opts.h"
+#include "clock.h"
 #include "doctor.h"
 #include "grow.h"
 
@@ -36,22 +37,6 @@
 #define MAX_CONNS 100000     /* connections followed over the window (~70 MB) */
 #define CONN_STATES (1u << TS_ESTABLISHED | 1u << TS_FIN_WAIT1 | 1u << TS_FIN_WAIT2 | \
                      1u << TS_CLOSE_WAIT | 1u << TS_LAST_ACK | 1u << TS_CLOSING)
-
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* The CPU this thread has taken (user and system: a sock_diag dump is the kernel's work) */
-static double cpu_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* ---- the samples ---- */
 
@@ -299,11 +284,11 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
 		if (d->ns[k].nl < 0)
 			continue;
 		struct sample_ctx x = {d, k, first, hs, pids, npids, ports, nports, with_info, 0, 0};
-		double t = now_s();
+		double t = clock_mono_s();
 		for (int j = 0; j < d->nl; j++)
 			d->l[j].seen_last = d->l[j].ns == k ? 0 : d->l[j].seen_last;
 		int n = diag_dump(d->ns[k].nl, 1u << TS_LISTEN, with_info, on_listener, &x);
-		d->listener_sample_us += (now_s() - t) * 1e6;
+		d->listener_sample_us += (clock_mono_s() - t) * 1e6;
 		d->listener_samples++;
 		if (n < 0) {
 			rc = dump_failed(d, &d->ns[k], n);
@@ -311,11 +296,11 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
 		}
 		if (!conns || !d->nl)
 			continue;
-		x.t = t = now_s();
+		x.t = t = clock_mono_s();
 		if (k == 0)
 			d->conns_dropped = 0; /* (the last sample's count is reported) */
 		n = diag_dump(d->ns[k].nl, CONN_STATES, 1, on_conn, &x);
-		d->conn_sample_us += (now_s() - t) * 1e6;
+		d->conn_sample_us += (clock_mono_s() - t) * 1e6;
 		d->conn_samples++;
 		if (n < 0)
 			rc = dump_failed(d, &d->ns[k], n);
@@ -468,7 +453,7 @@ int doctor_main(struct doctor *d)
 	struct holders hs = {0};
 	holders_scan(&hs, NULL, 0);
 	signal(SIGPIPE, SIG_IGN);
-	double t0 = now_s(), end = t0 + d->seconds;
+	double t0 = clock_mono_s(), end = t0 + d->seconds;
 	if (sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1) != 0 &&
 	    (d->ns[0].nl < 0 || !d->nl)) {
 		free(hs.h);
@@ -494,38 +479,38 @@ int doctor_main(struct doctor *d)
 	/* a listener sample every 20 ms, every 5 ms while a queue is not empty (a burst fills
 	 * and drains one in tens of milliseconds); the connections every 200 ms */
 	double next_conn = t0 + CONN_EVERY_MS / 1000.0;
-	for (long n = 0; !stop_signal && now_s() < end && n < 10000000; n++) {
+	for (long n = 0; !stop_signal && clock_mono_s() < end && n < 10000000; n++) {
 		int busy = 0;
 		for (int k = 0; k < d->nl; k++)
 			busy |= d->l[k].queue_now > 0;
 		struct timespec ts = {0, (busy ? BUSY_TICK_MS : TICK_MS) * 1000000L};
 		nanosleep(&ts, NULL);
-		int conns = now_s() >= next_conn;
-		double cpu = cpu_s();
+		int conns = clock_mono_s() >= next_conn;
+		double cpu = clock_cpu_s();
 		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
 		if (conns && d->nc) {
-			double t = now_s();
+			double t = clock_mono_s();
 			doc_look_during(d);
-			d->conn_sample_us += (now_s() - t) * 1e6;
+			d->conn_sample_us += (clock_mono_s() - t) * 1e6;
 		}
 		/* the next connection sample in 200 ms, or in 20 times the CPU this one took: with
 		 * tens of thousands of connections the samples keep to about 5% of a CPU.  CPU,
 		 * not wall time: on a loaded machine the time spent waiting for a CPU is no cost
 		 * of ours, and counted it spaced the samples seconds apart (a session of 2 s went
 		 * unseen) */
-		double took = cpu_s() - cpu, gap = CONN_EVERY_MS / 1000.0;
+		double took = clock_cpu_s() - cpu, gap = CONN_EVERY_MS / 1000.0;
 		if (conns)
-			next_conn = now_s() + (20 * took > gap ? 20 * took : gap);
-		if (d->progress && now_s() >= next_progress) {
-			progress(d, now_s() - t0);
-			next_progress = now_s() + PROGRESS_EVERY_S;
+			next_conn = clock_mono_s() + (20 * took > gap ? 20 * took : gap);
+		if (d->progress && clock_mono_s() >= next_progress) {
+			progress(d, clock_mono_s() - t0);
+			next_progress = clock_mono_s() + PROGRESS_EVERY_S;
 		}
 	}
 	if (d->progress)
 		fprintf(stderr, "\r%*s\r", PROGRESS_WIDTH, ""); /* (the line cleared) */
 	d->interrupted = stop_signal != 0;
 	sample(d, &hs, NULL, 0, NULL, 0, 0, 1, 1); /* the end: rb/tb, the connections' last */
-	d->elapsed_s = now_s() - t0;
+	d->elapsed_s = clock_mono_s() - t0;
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		d->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +

@@ -227,7 +227,7 @@ static struct bi_sock *find(const struct call *c, unsigned long long cookie)
 }
 
 /* One record into its socket's results */
-static void take(const struct call *c, const unsigned char *r, struct bi_run *run)
+static void take_record(const struct call *c, const unsigned char *r, struct bi_run *run)
 {
 	uint64_t cookie, bits;
 	memcpy(&cookie, r, 8);
@@ -283,7 +283,7 @@ static int drain(int iter, const struct call *c, struct bi_run *run, char *err, 
 		have += (size_t)got;
 		size_t used = 0;
 		for (; have - used >= rs; used += rs)
-			take(c, buf + used, run);
+			take_record(c, buf + used, run);
 		memmove(buf, buf + used, have - used);
 		have -= used;
 		if (now.tv_sec - t0.tv_sec >= BI_READ_LIMIT_S) {

@@ -3,6 +3,7 @@
  * mode, check and doctor share it. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "bpfhost.h"
+#include "pidinfo.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -21,7 +23,7 @@
  * mount namespaces both differ from pid 1's (name ""); 0 when it does not look so. */
 static int netns_named(char *name, size_t n)
 {
-	struct stat self, init, mself, minit;
+	struct stat self;
 	if (stat("/proc/self/ns/net", &self) != 0)
 		return 0;
 	DIR *d = opendir("/run/netns");
@@ -43,10 +45,7 @@ static int netns_named(char *name, size_t n)
 	if (found)
 		return 1;
 	name[0] = '\0';
-	return stat("/proc/1/ns/net", &init) == 0 && stat("/proc/self/ns/mnt", &mself) == 0 &&
-	       stat("/proc/1/ns/mnt", &minit) == 0 &&
-	       (self.st_dev != init.st_dev || self.st_ino != init.st_ino) &&
-	       (mself.st_dev != minit.st_dev || mself.st_ino != minit.st_ino);
+	return pid_same_ns(1, "net") == 0 && pid_same_ns(1, "mnt") == 0;
 }
 
 /* /proc/self/mountinfo: "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw":
@@ -96,25 +95,13 @@ int cg_v2_mount(char *out, size_t n, char *err, size_t en)
 
 int cg_pid_dir(int pid, char *out, size_t n, char *err, size_t en)
 {
-	char mount[1024], path[64];
+	char mount[1024], own[PATH_MAX], path[64];
 	if (cg_v2_mount(mount, sizeof mount, err, en) != 0)
 		return -1;
-	if (pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
-	else
-		snprintf(path, sizeof path, "/proc/self/cgroup");
-	FILE *f = fopen(path, "re");
-	char line[4096], own[4096] = "";
-	int e = errno;
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(own, sizeof own, "%s", line + 3);
-		}
-	if (f)
-		fclose(f);
-	if (!own[0]) {
-		if (!f)
+	int r = pid_cgroup(pid, own, sizeof own), e = errno;
+	if (r != 0) {
+		pid_cgroup_file(pid, path, sizeof path);
+		if (r == -1)
 			snprintf(err, en, "%s: %s", path, strerror(e));
 		else
 			snprintf(err, en, "no cgroup v2 line (0::) in %s: give one with --cgroup-path",

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -19,6 +18,7 @@
 
 #include "diag.h"
 #include "netlink.h"
+#include "pidinfo.h"
 
 /* sock_diag's ABI (linux/inet_diag.h, linux/sock_diag.h), written out as netlink.h is */
 struct diag_id {
@@ -67,14 +67,13 @@ long diag_interrupted;
 
 int diag_enter(int pid)
 {
-	char path[64];
-	struct stat mine, theirs;
-	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-	if (stat(path, &theirs) != 0)
+	int same = pid_same_ns(pid, "net");
+	if (same < 0)
 		return -errno;
-	if (stat("/proc/self/ns/net", &mine) == 0 && mine.st_ino == theirs.st_ino &&
-	    mine.st_dev == theirs.st_dev)
+	if (same)
 		return DIAG_SAME_NS;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
 	int ns = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int err = ns < 0 || self < 0 ? errno : setns(ns, CLONE_NEWNET) != 0 ? errno : 0;
 	if (ns >= 0)

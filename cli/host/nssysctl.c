@@ -5,12 +5,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "socktune_host.h"
 #include "cli.h"
+#include "pidinfo.h"
 
 /* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
  * sockets, not ours): read here when it is ours, else by a child that joins it (setns needs
@@ -18,12 +18,10 @@
  * hold it too.) */
 long long target_sysctl(int pid, const char *name)
 {
-	char path[64];
-	struct stat mine, theirs;
-	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-	if (stat("/proc/self/ns/net", &mine) == 0 && stat(path, &theirs) == 0 &&
-	    mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)
+	if (pid_same_ns(pid, "net") == 1)
 		return st_sysctl_num(name, -1);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
 	int pipefd[2];
 	if (pipe(pipefd) != 0)
 		return -1;

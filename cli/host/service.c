@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "service.h"
+#include "clock.h"
 #include "grow.h"
 
 /* ---- the sockets: sock_diag, or /proc/PID/net ---- */
@@ -162,13 +162,6 @@ static int held_by(const struct holder *h, size_t nh, const struct svc_pids *p)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
 static int holder_order(const void *a, const void *b)
 {
 	const struct holder *x = a, *y = b;
@@ -182,9 +175,9 @@ static void scan_all(struct service *svc)
 {
 	static struct holders every;
 	static long long at = -1000;
-	if (now_ms() - at > 200) {
+	if (clock_mono_ms() - at > 200) {
 		holders_scan(&every, NULL, 0);
-		at = now_ms();
+		at = clock_mono_ms();
 	}
 	struct holders own = {0};
 	if (svc->scope == SVC_PID)

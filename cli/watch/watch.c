@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bpfhost.h"
+#include "clock.h"
 #include "diag.h"
 #include "owned.h"
 #include "watch.h"
@@ -113,7 +113,7 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 
 static void sample(struct watch *w)
 {
-	double t = watch_now();
+	double t = clock_mono_s();
 	int incomplete[WATCH_MAX_NS] = {0};
 	for (int k = 0; k < w->nl; k++) {
 		struct watch_listener *l = &w->l[k];
@@ -183,7 +183,7 @@ static void sample(struct watch *w)
 		l->ninodes = 0;
 	}
 	w->samples++;
-	w->sample_seconds += watch_now() - t;
+	w->sample_seconds += clock_mono_s() - t;
 }
 
 /* The service's holder of a socket: the holder whose parent holds it not (a prefork
@@ -201,13 +201,6 @@ static int service_pid(const struct holders *hs, unsigned long long ino)
 	return first ? first->pid : -1;
 }
 
-static double cpu_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void identify(struct watch *w, double now)
 {
 	double *next = &w->next_ident;
@@ -218,9 +211,9 @@ static void identify(struct watch *w, double now)
 		return;
 	w->ident_scans++;
 	struct holders hs = {0};
-	double cpu = cpu_now();
+	double cpu = clock_cpu_s();
 	holders_scan(&hs, NULL, 0); /* (all: a target's listener may be held by its workers) */
-	cpu = cpu_now() - cpu;
+	cpu = clock_cpu_s() - cpu;
 	w->ident_every = cpu / IDENT_SHARE < IDENT_EVERY_S ? IDENT_EVERY_S
 	               : cpu / IDENT_SHARE > IDENT_MAX_S   ? IDENT_MAX_S
 	                                                   : cpu / IDENT_SHARE;
@@ -281,7 +274,7 @@ static void watch_holders_check(struct watch *w)
 	}
 	if (gone) {
 		w->next_ident = 0; /* (once per change: the lookup settles it) */
-		identify(w, watch_now());
+		identify(w, clock_mono_s());
 	}
 }
 
@@ -315,7 +308,7 @@ static void rescan(struct watch *w)
 		if (w->l[k].used)
 			w->l[k].want_ident = 1;
 	w->next_ident = 0;
-	identify(w, watch_now());
+	identify(w, clock_mono_s());
 }
 
 /* SIGUSR1: one line of what the watch follows and how fresh its samples are */
@@ -422,14 +415,14 @@ int watch_main(const struct watch_args *a)
 	stop_on_signals();
 	hold_signals();
 	signal(SIGPIPE, SIG_IGN);
-	double t0 = watch_now();
+	double t0 = clock_mono_s();
 	w.next_ident = t0;
 	w.started = t0;
 	watch_scan_ns(&w);
 	watch_window_start(&w);
 	sample(&w);
-	watch_conn_sample(&w, watch_now());
-	identify(&w, watch_now());
+	watch_conn_sample(&w, clock_mono_s());
+	identify(&w, clock_mono_s());
 	if (a->textfile && write_textfile(&w) != 0) {
 		watch_http_close(lfd);
 		watch_ns_close(&w);
@@ -439,7 +432,7 @@ int watch_main(const struct watch_args *a)
 	double next_file = t0 + a->every, end = a->seconds > 0 ? t0 + a->seconds : 0;
 	double next_window = t0 + a->window;
 	while (!stop_signal) {
-		double now = watch_now();
+		double now = clock_mono_s();
 		if (end && now >= end)
 			break;
 		double wake = next_sample;
@@ -458,7 +451,7 @@ int watch_main(const struct watch_args *a)
 		int ms = wake > now ? (int)((wake - now) * 1000) + 1 : 0;
 		if (poll(pf, (nfds_t)n, ms) < 0 && errno != EINTR)
 			break;
-		now = watch_now();
+		now = clock_mono_s();
 		if (got_hup) {
 			got_hup = 0;
 			rescan(&w);
@@ -474,8 +467,8 @@ int watch_main(const struct watch_args *a)
 		}
 		if (now >= next_sample) {
 			sample(&w);
-			watch_conn_sample(&w, watch_now());
-			identify(&w, watch_now());
+			watch_conn_sample(&w, clock_mono_s());
+			identify(&w, clock_mono_s());
 			next_sample += a->interval;
 			if (next_sample < now) /* (behind: no catching up in a burst) */
 				next_sample = now + a->interval;

@@ -63,8 +63,6 @@ void watch_ident_from_cgroup(const char *path, struct watch_ident *id);
  * pod, the pod's name too: the kubelet gives each of its containers an /etc/hostname that
  * holds it (read through /proc/PID/root: CAP_SYS_PTRACE for another user's process) */
 void watch_ident_of(int pid, struct watch_ident *id);
-/* Process pid's cgroup v2 path, as /proc/PID/cgroup's "0::" line writes it; 0, or -1 */
-int watch_cgroup_of(int pid, char *out, size_t n);
 /* Whether cgroup path own is rel or a cgroup below it ("/" holds every one).  Pure. */
 int watch_cgroup_within(const char *own, const char *rel);
 struct watch;
@@ -283,8 +281,5 @@ int watch_http_fds(int lfd, struct pollfd *pf, double now);
 void watch_http_run(int lfd, const struct pollfd *pf, int n, double now, struct watch *w);
 double watch_http_deadline(double now); /* the earliest client deadline, or now + 3600 */
 void watch_http_close(int lfd);
-
-/* watchconn.c: the monotonic clock, in seconds */
-double watch_now(void);
 
 #endif

@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "diag.h"
 #include "watch.h"
 
@@ -60,18 +60,6 @@ struct conn_ctx {
 	int n;
 	unsigned long long sockets;
 };
-
-static double clock_s(clockid_t c)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-double watch_now(void)
-{
-	return clock_s(CLOCK_MONOTONIC);
-}
 
 /* A connection to the listener that takes it: the one on its own address before a wildcard */
 static void on_conn(const struct diag_sock *s, void *ctx)
@@ -184,7 +172,7 @@ void watch_conn_sample(struct watch *w, double now)
 		w->conn_every = CONN_EVERY_S;
 	if (now < w->next_conn)
 		return;
-	double t = clock_s(CLOCK_MONOTONIC), cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	double t = clock_mono_s(), cpu = clock_cpu_s();
 	memset(&x, 0, sizeof x);
 	x.w = w;
 	x.now = now;
@@ -235,10 +223,10 @@ void watch_conn_sample(struct watch *w, double now)
 	}
 	pair();
 	carry();
-	cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu;
+	cpu = clock_cpu_s() - cpu;
 	w->conn_samples++;
 	w->conn_rounds_partial += !whole;
-	w->conn_sample_seconds += clock_s(CLOCK_MONOTONIC) - t;
+	w->conn_sample_seconds += clock_mono_s() - t;
 	w->conn_sample_sockets = x.sockets;
 	w->conn_sampled_at = now;
 	/* the next one: as often as CONN_SHARE of a core allows, and never later than

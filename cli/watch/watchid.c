@@ -5,6 +5,7 @@
  * underscores in a systemd slice name).  A pid changes at every restart; these do not. */
 #include <ctype.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "pidinfo.h"
 #include "watch.h"
 
 static int all_hex(const char *s, size_t n)
@@ -85,18 +87,6 @@ void watch_ident_from_cgroup(const char *path, struct watch_ident *id)
 	}
 }
 
-/* Whether pid's namespace of kind ns ("uts") is this process's */
-static int same_ns(int pid, const char *ns)
-{
-	char path[64];
-	struct stat mine, theirs;
-	snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, ns);
-	if (stat(path, &theirs) != 0)
-		return 1; /* (unknown: as if the same, so nothing of the host is taken for the pod's) */
-	snprintf(path, sizeof path, "/proc/self/ns/%s", ns);
-	return stat(path, &mine) == 0 && mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
-}
-
 /* etc/hostname inside pid's root, never outside it: the container owns every component, so
  * an absolute symlink there must resolve in its root, not in ours (openat2 RESOLVE_IN_ROOT,
  * Linux 5.6), and a FIFO or a device must neither block the watch nor be read (O_NONBLOCK,
@@ -126,11 +116,12 @@ static void hostname_in_root(int pid, char *line, size_t n)
 
 /* The pod's name: the first line of the /etc/hostname its container sees, when it is a
  * DNS label (RFC 1123: what a pod name is made of); "" otherwise, and "" for a process in the
- * host's UTS namespace (a hostNetwork pod: its hostname is the node's) */
+ * host's UTS namespace (a hostNetwork pod: its hostname is the node's) or in one that cannot
+ * be told (so nothing of the host is taken for the pod's) */
 static void pod_name_of(int pid, char *out, size_t n)
 {
 	char line[256] = "";
-	if (!same_ns(pid, "uts"))
+	if (pid_same_ns(pid, "uts") == 0)
 		hostname_in_root(pid, line, sizeof line);
 	size_t len = strlen(line);
 	int ok = n > 0 && len > 0 && len < n && isalnum((unsigned char)line[0]);
@@ -147,44 +138,11 @@ void watch_ident_of(int pid, struct watch_ident *id)
 {
 	memset(id, 0, sizeof *id);
 	comm_of(pid, id->comm, sizeof id->comm);
-	char path[64], line[4096], best[4096] = ""; /* (a path of 255-byte names) */
-	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
-	FILE *f = fopen(path, "re");
-	/* cgroup v2's "0::PATH"; on a v1 host systemd's own hierarchy, "N:name=systemd:PATH" */
-	while (f && fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\n")] = '\0';
-		const char *p = strchr(line, ':');
-		const char *q = p ? strchr(p + 1, ':') : NULL;
-		if (!q)
-			continue;
-		if (strncmp(line, "0::", 3) == 0 && strcmp(q + 1, "/") != 0) {
-			snprintf(best, sizeof best, "%s", q + 1);
-			break;
-		}
-		if (strncmp(p + 1, "name=systemd:", 13) == 0 || !best[0])
-			snprintf(best, sizeof best, "%s", q + 1);
-	}
-	if (f)
-		fclose(f);
-	watch_ident_from_cgroup(best, id);
+	char path[PATH_MAX];
+	pid_cgroup_service(pid, path, sizeof path);
+	watch_ident_from_cgroup(path, id);
 	if (id->pod[0])
 		pod_name_of(pid, id->pod_name, sizeof id->pod_name);
-}
-
-int watch_cgroup_of(int pid, char *out, size_t n)
-{
-	char path[64], line[4096];
-	snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
-	FILE *f = fopen(path, "re");
-	int found = 0;
-	while (f && !found && fgets(line, sizeof line, f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			found = (size_t)snprintf(out, n, "%s", line + 3) < n;
-		}
-	if (f)
-		fclose(f);
-	return found ? 0 : -1;
 }
 
 int watch_cgroup_within(const char *own, const char *rel)
@@ -200,8 +158,8 @@ int watch_is_target(const struct watch *w, int pid)
 	for (int k = 0; k < w->npids; k++)
 		if (w->pids[k] == pid)
 			return 1;
-	char own[4096];
-	if (!w->ncgroups || watch_cgroup_of(pid, own, sizeof own) != 0)
+	char own[PATH_MAX];
+	if (!w->ncgroups || pid_cgroup(pid, own, sizeof own) != 0)
 		return 0;
 	for (int k = 0; k < w->ncgroups; k++)
 		if (watch_cgroup_within(own, w->cgroups[k]))

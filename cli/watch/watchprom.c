@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <arpa/inet.h>
 
+#include "clock.h"
 #include "findings.h"
 #include "promtext.h"
 #include "record.h"
@@ -203,7 +204,7 @@ static void watch_samples(FILE *out, enum metric k, const struct watch *w)
 		fprintf(out, "%.0f", WATCH_CONN_MAX_EVERY_S);
 		break;
 	case M_C_AGE:
-		fprintf(out, "%.1f", watch_conn_age(w, watch_now()));
+		fprintf(out, "%.1f", watch_conn_age(w, clock_mono_s()));
 		break;
 	case M_C_BUDGET:
 		fprintf(out, "%d", WATCH_CONN_BUDGET);

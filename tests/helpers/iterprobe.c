@@ -43,6 +43,7 @@
 #include "../../cli/host/btf.c"
 #include "../../cli/host/bpfcall.c"
 #include "../../cli/host/diag.c"
+#include "../../cli/host/pidinfo.c"
 #include "../../common/host.c"
 
 static const struct { const char *name; int level, optname; } names[] = {

@@ -16,6 +16,7 @@
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
 #include "../../cli/host/grow.c"
+#include "../../cli/host/pidinfo.c"
 #include "unit.h"
 
 static void map_cases(void)

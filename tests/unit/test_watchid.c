@@ -7,6 +7,7 @@
 #include "../../cli/watch/watchid.c"
 #include "../../cli/host/holders.c"
 #include "../../cli/host/grow.c"
+#include "../../cli/host/pidinfo.c"
 #include "unit.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
