@@ -96,7 +96,7 @@ static double rate_of(const struct doc_conn *c)
  * set it on each connection after accept); else its own read (data held with it on is
  * TCP_CORK's, not Nagle's); else 0 when Nagle was seen holding its data; else the
  * listener's, which the kernel copies at accept (*from_listener says) */
-static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_listener)
+static int nodelay(const struct shared_window *d, const struct doc_conn *c, int *from_listener)
 {
 	*from_listener = 0;
 	if (c->nodelay_off)
@@ -131,7 +131,7 @@ static int server_delack_too(const struct doc_conn *c)
  * single write has nothing for Nagle to hold), or a small piece seen held unsent: a client
  * that writes its request in pieces too (a POST's header and body) hides the first from the
  * counts, and a stall near twice the delayed-ACK timer is then both timers. */
-void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
+void doc_nagle_findings(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -210,7 +210,7 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 /* The server's delayed ACK holding a client that writes a request in two pieces (with Nagle
  * on, its second piece waits for the ACK of the first): the server's ato grown to the cap
  * while its own sends are answered at once. */
-static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
+static void delack_two_write(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -291,7 +291,7 @@ int doc_client_nagle_stall(const struct doc_exchanges *x)
  * writing twice per exchange (MQTT at QoS 1: its PUBACK of a message, then its next
  * PUBLISH).  Set on the server, TCP_NODELAY brings it on (the server's answer no longer
  * waits to carry the ACK the client's second write waits for). */
-static void client_nagle(const struct doctor *d, struct doc_findings *fs)
+static void client_nagle(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -339,7 +339,7 @@ static void client_nagle(const struct doctor *d, struct doc_findings *fs)
 }
 
 /* Sending held back by the peer's receive window or by the server's own send buffer */
-static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
+static void limited(const struct shared_window *d, struct doc_findings *fs, int rwnd)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -424,7 +424,7 @@ static long long data_retrans(const struct doc_conn *c, long long *rtos, int *rt
 }
 
 /* Segments sent again on the listeners' connections, and retransmit timeouts among them */
-static void retransmits(const struct doctor *d, struct doc_findings *fs)
+static void retransmits(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		long long conns = 0, hit = 0, retrans = 0, segs = 0, rtos = 0;
@@ -494,13 +494,13 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 	}
 }
 
-void doc_delack_findings(const struct doctor *d, struct doc_findings *fs)
+void doc_delack_findings(const struct shared_window *d, struct doc_findings *fs)
 {
 	delack_two_write(d, fs);
 	client_nagle(d, fs);
 }
 
-void doctor_findings(const struct doctor *d, struct doc_findings *out)
+void doctor_findings(const struct shared_window *d, struct doc_findings *out)
 {
 	doctor_findings_free(out);
 	out->dropped = 0;

@@ -18,7 +18,7 @@ static long long known(const struct doc_ns *ns, int k)
 /* A listener's buffer at exactly twice the namespace's cap (asked for more, or for just
  * that), and the pressure that makes it matter: the namespace dropped or pruned received
  * data, or the listener's connections waited for room to send. */
-static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
+static void buffer_clamped(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
@@ -67,7 +67,7 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 
 /* The memory the listeners' connections may hold against the kernel's TCP memory limit: each
  * buffer's size as the kernel has it now (autotuning grows them), and what they hold now */
-static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
+static void memory_exposure_of(const struct shared_window *d, struct doc_findings *fs)
 {
 	long long bytes = 0, used = 0, open = 0;
 	for (size_t k = 0; k < d->nc; k++) {
@@ -98,7 +98,7 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	         "net.ipv4.tcp_mem (its third number, in pages)");
 }
 
-void doc_memory_findings(const struct doctor *d, struct doc_findings *fs)
+void doc_memory_findings(const struct shared_window *d, struct doc_findings *fs)
 {
 	buffer_clamped(d, fs);
 	memory_exposure_of(d, fs);

@@ -1,8 +1,8 @@
 /* doctor's accept-queue rules (cli/findings/findings_queue.c), its Nagle rule and its two
  * delayed-ACK rules (two-write requests, a client's Nagle: findings.c, on the latest two
- * connection samples: watchconn.c), one implementation for
- * both, applied to watch's samples over each --window: the window is written into the rules' own
- * record of a window (struct doctor, findings/window.h: the namespaces' counters at both ends, each listener's
+ * connection samples: watchconn.c), one implementation for both, applied to watch's samples
+ * over each --window: the window is written into the record both fill (struct
+ * shared_window, findings/window.h: the namespaces' counters at both ends, each listener's
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
  * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
  * doc_queue_findings judges it.  What it finds holds as a series
@@ -165,7 +165,7 @@ static struct watch_finding *found(struct watch *w, const struct doc_finding *df
 
 /* The latest connection samples of the chunk's listeners into the record: each connection
  * seen by the sample before and the latest, its counters' change between them */
-static void conns_in(struct doctor *d, struct watch_listener **map)
+static void conns_in(struct shared_window *d, struct watch_listener **map)
 {
 	static struct doc_conn c[WATCH_MAX_CONNS];
 	int n;
@@ -235,7 +235,7 @@ static void live_overflow(const struct watch *w, struct doc_finding *df,
 
 /* One chunk of the window in doctor's record, judged: the accept queue's rules, and the
  * Nagle and delayed-ACK rules on the connections */
-static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
+static void judge(struct watch *w, struct shared_window *d, struct watch_listener **map, double now,
                   int *seen)
 {
 	static struct doc_findings fs;
@@ -265,7 +265,7 @@ static void judge(struct watch *w, struct doctor *d, struct watch_listener **map
 }
 
 /* The namespace of l in d (added with its counters when new); -1 when d has no room */
-static int ns_in(struct doctor *d, struct watch *w, const struct watch_listener *l,
+static int ns_in(struct shared_window *d, struct watch *w, const struct watch_listener *l,
                  const long long (*end)[3])
 {
 	for (int k = 0; k < d->nns; k++)
@@ -302,7 +302,7 @@ static int ns_in(struct doctor *d, struct watch *w, const struct watch_listener 
 
 void watch_findings(struct watch *w, double now)
 {
-	static struct doctor d;       /* (large: doctor's own tables) */
+	static struct shared_window d;       /* (large: doctor's own tables) */
 	static struct watch_listener *map[DOC_MAX_LISTENERS];
 	static long long end[WATCH_MAX_NS][3];
 	static int seen[WATCH_MAX_FINDINGS];

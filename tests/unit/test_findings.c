@@ -17,7 +17,7 @@
 #include "../../cli/record.c"
 #include "unit.h"
 
-static struct doctor d;
+static struct shared_window d;
 static struct doc_conn conns[8];
 
 /* One listener on 127.0.0.1:8000 (backlog 5, somaxconn 4096), no process visible */
