@@ -100,10 +100,16 @@ $(BUILD)/tests/unit/test_sanitize: shim/log.c
 # test_findings includes doctor's rules, how their fixes are written, its sock_diag reader,
 # holders.c and the record its evidence is written in whole.
 $(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
-                                   cli/findings/findings_memory.c \
+                                   cli/findings/findings_memory.c cli/findings/rules.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
                                    cli/host/grow.c \
                                    cli/record.c
+
+# test_findings_rules includes the findings' table and its judges, as test_findings does.
+$(BUILD)/tests/unit/test_findings_rules: cli/findings/findings.c cli/findings/findings_queue.c \
+                                         cli/findings/findings_memory.c cli/findings/rules.c \
+                                         cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
+                                         cli/host/grow.c cli/record.c
 
 # test_watchid includes watch's cgroup reader, and holders.c for comm_of.
 $(BUILD)/tests/unit/test_watchid: cli/watch/watchid.c cli/host/holders.c cli/host/grow.c

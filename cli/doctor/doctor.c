@@ -547,7 +547,7 @@ int doctor_main(struct shared_window *d)
 		fprintf(stderr, "socktune: doctor: interrupted (%s) after %.1f s of %.1f: the window "
 		        "is short\n", stop_name(), d->elapsed_s, d->seconds);
 	static struct doc_findings fs;
-	doctor_findings(d, &fs);
+	doc_judge_all(d, DOC_IN_DOCTOR, &fs);
 	if (d->json)
 		doctor_print_json(stdout, d, &fs);
 	else

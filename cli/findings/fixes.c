@@ -18,7 +18,7 @@ double doc_share(uint64_t part, uint64_t busy)
 	return busy ? 100.0 * (double)part / (double)busy : -1;
 }
 
-struct doc_finding *doc_add(struct doc_findings *fs, const char *kind, enum doc_severity sev,
+struct doc_finding *doc_add(struct doc_findings *fs, int rule, enum doc_severity sev,
                             const char *certainty, const struct shared_window *d, int l)
 {
 	if (fs->n == DOC_MAX_FINDINGS) {
@@ -28,7 +28,7 @@ struct doc_finding *doc_add(struct doc_findings *fs, const char *kind, enum doc_
 	struct doc_finding *f = &fs->f[fs->n++];
 	memset(f, 0, sizeof *f);
 	f->evidence = rec_new(); /* (out of memory: the evidence says so when written) */
-	f->kind = kind;
+	f->rule = rule; /* (its kind: doc_judge_all names it from the table) */
 	f->severity = sev;
 	f->certainty = certainty;
 	f->listener = l;
