@@ -97,10 +97,12 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	$(CC) $(ST_CFLAGS) $(CLI_INC) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
-# test_findings includes doctor's rules, how their fixes are written, its sock_diag reader,
-# holders.c and the record its evidence is written in whole.
-$(BUILD)/tests/unit/test_findings: cli/findings/findings.c cli/findings/findings_queue.c \
-                                   cli/findings/findings_memory.c \
+# test_findings and test_findings_rules include doctor's rules and their table, how their
+# fixes are written, its sock_diag reader, holders.c and the record its evidence is written
+# in whole.
+$(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules: \
+                                   cli/findings/findings.c cli/findings/findings_queue.c \
+                                   cli/findings/findings_memory.c cli/findings/rules.c \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
                                    cli/host/grow.c cli/host/pidinfo.c \
                                    cli/record.c

@@ -135,18 +135,38 @@ int probe_set_int(int fd, int level, int opt, int v);
 int probe_get_int(int fd, int level, int opt, long long *out);
 int probe_backlog(long long want, long long *out);
 
-/* ---- sockcopy.c: one value of another process's socket, through a pidfd_getfd copy ---- */
+/* ---- sockcopy.c: one value of another process's socket, through a pidfd_getfd copy ----
+ * A value is an option of the ST_VARIABLES table (ST_V_*): a listener's backlog (listen()
+ * again on the copy), or an int socket option (on an IPv6 socket its IPv6 one: IPV6_TCLASS
+ * for IP_TOS), a flag read as 0 or 1. */
 
-enum sockcopy_what { SC_NODELAY, SC_BACKLOG }; /* TCP_NODELAY (0, 1); a listener's backlog */
+/* Whether sockcopy sets option opt on a live socket, and reads back what it set: the
+ * backlog, or an int option that means something after bind() (not a name, not a buffer,
+ * which reads back twice what was set, not an outgoing connection's alone) */
+static inline int sockcopy_takes(int opt)
+{
+	if (opt == ST_V_BACKLOG)
+		return 1;
+	return opt >= 0 && opt < ST_V_COUNT && st_is_sockopt(opt) &&
+	       !(st_sockopts[opt].flags &
+	         (ST_O_NAME | ST_O_BUFFER | ST_O_BEFORE_BIND | ST_O_CLIENT_ONLY));
+}
+/* Whether the connections a listener accepts copy option opt from it (the kernel copies
+ * TCP_NODELAY, TCP_USER_TIMEOUT, ... at accept; not SO_PRIORITY, not the backlog): a value
+ * set on a listener is on its connections accepted since too */
+static inline int sockcopy_inherited(int opt)
+{
+	return opt != ST_V_BACKLOG && sockcopy_takes(opt) &&
+	       !(st_sockopts[opt].flags & (ST_O_EACH_CONN | ST_O_LISTENER_ONLY));
+}
 /* A copy of pid's fd, checked to be the socket of inode ino (0: any socket); -1 with errno
  * (ESTALE: the number names another file now; EPERM: no ptrace access). */
 int sockcopy_open(int pid, int fd, unsigned long long ino);
-int sockcopy_get(int copy, enum sockcopy_what what); /* -1: not readable */
-int sockcopy_set(int copy, enum sockcopy_what what, int v);
-/* Copy, read, set v, read back, close: 0, or -1 with errno (before/after -1: not read). */
-int sockcopy_change(int pid, int fd, unsigned long long ino, enum sockcopy_what what, int v,
-                    int *before, int *after);
-int sockcopy_read(int pid, int fd, unsigned long long ino, enum sockcopy_what what);
+/* Option opt's value on the copy; -1: not readable (EINVAL: not an option sockcopy takes) */
+int sockcopy_get(int copy, int opt);
+int sockcopy_set(int copy, int opt, int v); /* 0, or -1 with errno */
+/* Copy, read, close: the value, or -1 */
+int sockcopy_read(int pid, int fd, unsigned long long ino, int opt);
 /* pid's start time (/proc/PID/stat field 22, clock ticks after boot); 0: not readable */
 unsigned long long sockcopy_start_of(int pid);
 /* sockcopy_open, only from the process that started at start (a pid taken by another

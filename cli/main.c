@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 		return stop_end(stats_main(&s));
 	}
 	if (argc > 1 && strcmp(argv[1], "doctor") == 0) {
-		static struct doctor d; /* (its tables are large) */
+		static struct shared_window d; /* (its tables are large) */
 		r = doctor_parse(argc - 1, argv + 1, &d, msg);
 		if (r != CLI_GO)
 			return json_refused(msg, exit_status(r, doctor_help));

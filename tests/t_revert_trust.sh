@@ -11,7 +11,9 @@
 #   a value longer than its field (a 32-digit fd, a 17-digit change id: never cut to fit):
 #   the unrelated listener's backlog stays 7, each line is said (status 1);
 # - a pid that another process has now (pid_start not the one written): left, said;
-# - an option revert does not know ("rcvbuf"): never taken for TCP_NODELAY (1 stays 1);
+# - an option revert does not know: one of the table no cure sets ("rcvbuf"), the option's
+#   label rather than its key ("TCP_NODELAY"): never taken for TCP_NODELAY (1 stays 1), said
+#   by name, status 1, nothing marked in the journal;
 # - the application set its own value after apply (1024, where apply set 4096): left at
 #   1024, said with both values, and marked in the journal;
 # - the journalled process forked a child that holds the listener and exited: revert finds
@@ -111,14 +113,25 @@ check revert_pid_reused "status $rc, backlog $b (7 stays); $(cat "$TMP/reused.ou
 kill "$A"; wait "$A" 2>/dev/null
 
 # ---- an option revert does not know ----
+# (each line as apply would write a NODELAY change, before 0 and after 1, the listener at 1:
+# taken for TCP_NODELAY, revert would set it to 0)
 serve n 1 5 1 || { fail revert_trust.server_n "$(cat "$TMP/n.err")"; exit 0; }
 N=$SRV NFD=$(lsn n 1 fd)
-journal "$TMP/rcvbuf.jsonl" "$(tools line "$N" "$NFD" "$(lsn n 1 inode)" rcvbuf 0 1 "127.0.0.1:$(lsn n 1 port)")"
-"$CLI" revert --journal "$TMP/rcvbuf.jsonl" all >"$TMP/rcvbuf.out" 2>"$TMP/rcvbuf.err"
-rc=$?
-v=$(tools sock "$N" "$NFD" get-nodelay)
-check revert_unknown_option "status $rc, listener NODELAY $v (1 stays); $(cat "$TMP/rcvbuf.out" "$TMP/rcvbuf.err")" \
-	"$rc" = 1 -a "$v" = 1 -a "$(count "$TMP/rcvbuf.out" 'option \\"rcvbuf\\" is not one revert knows')" = 1
+# unknown_case NAME OPTION
+unknown_case() {
+	journal "$TMP/$1.jsonl" "$(tools line "$N" "$NFD" "$(lsn n 1 inode)" "$2" 0 1 "127.0.0.1:$(lsn n 1 port)")"
+	"$CLI" revert --journal "$TMP/$1.jsonl" all >"$TMP/$1.out" 2>"$TMP/$1.err"
+	rc=$?
+	v=$(tools sock "$N" "$NFD" get-nodelay)
+	check "$3" "status $rc, listener NODELAY $v (1 stays), revert lines in the journal \
+$(count "$TMP/$1.jsonl" '"event": "revert"') (0); $(cat "$TMP/$1.out" "$TMP/$1.err")" \
+		"$rc" = 1 -a "$v" = 1 -a \
+		"$(count "$TMP/$1.out" "option \\\\\"$2\\\\\" is not one revert knows (backlog, nodelay")" = 1 -a \
+		"$(count "$TMP/$1.jsonl" '"event": "revert"')" = 0
+	[ "$v" = 1 ] || tools sock "$N" "$NFD" nodelay 1
+}
+unknown_case rcvbuf rcvbuf revert_unknown_option
+unknown_case label TCP_NODELAY revert_option_label_refused
 kill "$N"; wait "$N" 2>/dev/null
 
 # ---- the application's own value, set after apply ----

@@ -1,7 +1,7 @@
 #!/bin/sh
 # socktune watch runs doctor's delayed-ACK rules on its connection samples (one
-# implementation: cli/findings/findings.c's doc_delack_findings): a keep-alive server with no
-# library and a client that writes each request in two pieces with Nagle on (kaclient split:
+# implementation: cli/findings/findings.c, doc_judge_two_write and doc_judge_client_nagle): a
+# keep-alive server with no library and a client that writes each request in two pieces with Nagle on (kaclient split:
 # its second piece waits for the server's delayed ACK of the first) gives the
 # delayed-ack-two-write finding on /metrics and its line with the fix; the same server,
 # tuned by the library with SOCKTUNE_DELACK_MAX=5ms, gives none in as many connection

@@ -131,16 +131,16 @@ static void apply(const struct attach_state *t, const struct svc_sock *s, int co
 	}
 	if (listening && st_backlog_governed(p)) {
 		/* (listen again on the copy: the one step watch --apply takes too, sockcopy.c) */
-		int before = sockcopy_get(copy, SC_BACKLOG);
+		int before = sockcopy_get(copy, ST_V_BACKLOG);
 		int want = st_backlog_want(p, before);
 		if (!rq.dry && want != before)
-			sockcopy_set(copy, SC_BACKLOG, want);
+			sockcopy_set(copy, ST_V_BACKLOG, want);
 		r->backlog = 1;
 		r->backlog_before = before;
 		r->backlog_want = want;
 		/* a dry run: effective is what the target's somaxconn would leave of want, said
 		 * by attach_say (the copy is closed by then) */
-		r->backlog_after = rq.dry ? -1 : sockcopy_get(copy, SC_BACKLOG);
+		r->backlog_after = rq.dry ? -1 : sockcopy_get(copy, ST_V_BACKLOG);
 		if (!rq.dry && r->backlog_after < want)
 			note(r, N_BACKLOG_CLAMPED, 0, 0, want, r->backlog_after);
 		/* --backlog replaces, so a listener that had more gets less: rarely meant */

@@ -41,7 +41,7 @@
 /* ---- the samples ---- */
 
 struct sample_ctx {
-	struct doctor *d;
+	struct shared_window *d;
 	int ns;
 	int first;                 /* the first sample: listeners are found */
 	const struct holders *hs;  /* who holds what (first sample) */
@@ -88,7 +88,8 @@ static int service_of(const struct doc_listener *l)
 
 /* Every process holding listener l (one entry each, however many descriptors), the
  * service's one, and how it would start again: read now, while it runs */
-static void holders_of(const struct doctor *d, struct doc_listener *l, const struct holders *hs)
+static void holders_of(const struct shared_window *d, struct doc_listener *l,
+                       const struct holders *hs)
 {
 	for (const struct holder *h = holders_find(hs, l->inode);
 	     h && h < hs->h + hs->n && h->ino == l->inode; h++) {
@@ -118,7 +119,7 @@ static void holders_of(const struct doctor *d, struct doc_listener *l, const str
 static void on_listener(const struct diag_sock *s, void *ctx)
 {
 	struct sample_ctx *x = ctx;
-	struct doctor *d = x->d;
+	struct shared_window *d = x->d;
 	struct doc_listener *l = NULL;
 	for (int k = 0; k < d->nl && !l; k++)
 		if (d->l[k].inode == s->inode && d->l[k].ns == x->ns)
@@ -159,7 +160,7 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 
 /* The listener a connection was accepted from: same namespace and port, same address or a
  * wildcard one (an IPv6 wildcard listener takes IPv4 connections too, as IPv6 sockets). */
-static int listener_of(const struct doctor *d, int ns, const struct diag_sock *s)
+static int listener_of(const struct shared_window *d, int ns, const struct diag_sock *s)
 {
 	int wild = -1;
 	for (int k = 0; k < d->nl; k++) {
@@ -179,7 +180,7 @@ static int listener_of(const struct doctor *d, int ns, const struct diag_sock *s
 static size_t *conn_index;
 static size_t conn_index_cap;
 
-static struct doc_conn *conn_find(struct doctor *d, unsigned long long cookie, int add)
+static struct doc_conn *conn_find(struct shared_window *d, unsigned long long cookie, int add)
 {
 	if (add && 2 * (d->nc + 1) > conn_index_cap) {
 		size_t cap = conn_index_cap ? 2 * conn_index_cap : 4096;
@@ -221,7 +222,7 @@ static struct doc_conn *conn_find(struct doctor *d, unsigned long long cookie, i
 static void on_conn(const struct diag_sock *s, void *ctx)
 {
 	struct sample_ctx *x = ctx;
-	struct doctor *d = x->d;
+	struct shared_window *d = x->d;
 	int l = listener_of(d, x->ns, s);
 	if (l < 0 || !s->info_len)
 		return;
@@ -262,7 +263,7 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 
 /* A dump the kernel refused or cut short: counted, said once, and the socket made again (an
  * answer left half read would make the next request EBUSY).  Returns -1 on the first. */
-static int dump_failed(struct doctor *d, struct doc_ns *ns, int err)
+static int dump_failed(struct shared_window *d, struct doc_ns *ns, int err)
 {
 	if (!d->dump_errors++)
 		snprintf(d->dump_error, sizeof d->dump_error, "sock_diag dump: %s", strerror(-err));
@@ -275,7 +276,7 @@ static int dump_failed(struct doctor *d, struct doc_ns *ns, int err)
 	return -1;
 }
 
-static int sample(struct doctor *d, const struct holders *hs, const int *pids, int npids,
+static int sample(struct shared_window *d, const struct holders *hs, const int *pids, int npids,
                   const unsigned *ports, int nports, int first, int conns, int with_info)
 {
 	int rc = 0;
@@ -317,7 +318,7 @@ static int sample(struct doctor *d, const struct holders *hs, const int *pids, i
 #define PROGRESS_WIDTH 79
 
 /* The line a terminal shows while doctor watches, written over itself */
-static void progress(const struct doctor *d, double elapsed)
+static void progress(const struct shared_window *d, double elapsed)
 {
 	unsigned queued = 0;
 	for (int k = 0; k < d->nl; k++)
@@ -339,7 +340,7 @@ static int kernel_has(int level, int opt)
 }
 
 /* The targets' words: :PORTs and pids; a pid whose descriptors cannot be read is said */
-static int split_targets(const struct doctor *d, int *pids, int *npids, unsigned *ports,
+static int split_targets(const struct shared_window *d, int *pids, int *npids, unsigned *ports,
                          int *nports)
 {
 	for (int k = 0; k < d->ntargets; k++) {
@@ -365,8 +366,8 @@ static int split_targets(const struct doctor *d, int *pids, int *npids, unsigned
 
 /* Which of the targets has no listener: said, one line each, and appended to why ("; "
  * between) */
-static int say_missing(const struct doctor *d, const int *pids, int npids, const unsigned *ports,
-                       int nports, char *why, size_t n)
+static int say_missing(const struct shared_window *d, const int *pids, int npids,
+                       const unsigned *ports, int nports, char *why, size_t n)
 {
 	int missing = 0;
 	char line[400];
@@ -415,7 +416,7 @@ static int say_missing(const struct doctor *d, const int *pids, int npids, const
 	return missing;
 }
 
-int doctor_main(struct doctor *d)
+int doctor_main(struct shared_window *d)
 {
 	/* from the start: a signal during the scans ends the window at its first sample, and
 	 * the report of what was seen comes, then the signal's status */
@@ -531,7 +532,7 @@ int doctor_main(struct doctor *d)
 		fprintf(stderr, "socktune: doctor: interrupted (%s) after %.1f s of %.1f: the window "
 		        "is short\n", stop_name(), d->elapsed_s, d->seconds);
 	static struct doc_findings fs;
-	doctor_findings(d, &fs);
+	doc_judge_all(d, DOC_IN_DOCTOR, &fs);
 	if (d->json)
 		doctor_print_json(stdout, d, &fs);
 	else

@@ -2,7 +2,7 @@
  * doctor.c samples the listeners and their connections over the window, findings.c turns
  * the numbers into findings with their evidence and fixes, doctor_out.c prints them.
  * Internal to cli/.  (The sock_diag and holder readers: host/diag.h; the record of a
- * window, struct doctor: findings/window.h; the rules: findings/findings.h.) */
+ * window, struct shared_window: findings/window.h; the rules: findings/findings.h.) */
 #ifndef SOCKTUNE_DOCTOR_H
 #define SOCKTUNE_DOCTOR_H
 
@@ -28,38 +28,38 @@ extern const char *const doc_counter_names[C_COUNT]; /* TcpExt's names of C_* */
 
 /* netns.c: the namespace of pid (0: ours) among d's, added with its sock_diag socket and
  * limits when new; its index, or -1 */
-int doc_ns_add(struct doctor *d, int pid);
+int doc_ns_add(struct shared_window *d, int pid);
 void doc_ns_counters(const struct doc_ns *ns, long long *out); /* now, -1 each unreadable */
 /* netns.c: a process of another network namespace than ours holding a listener on port (the
  * first found), and that namespace's inode; 0 when none is */
 int doc_port_elsewhere(unsigned port, unsigned long long *ns_ino);
 /* Each listener's route_fix: the route, in its namespace, to the peer of its last connection
  * seen, when that route lacks quickack (check --route's lookup) */
-void doc_routes_back(struct doctor *d);
+void doc_routes_back(struct shared_window *d);
 
 /* doctor_look.c: at the window's end, each connection's holder (pid, fd) and the TCP_NODELAY
  * of the listeners and of the worst connections */
-void doc_look_at_holders(struct doctor *d);
+void doc_look_at_holders(struct shared_window *d);
 /* doctor_look.c: during the window, after a connection sample, the TCP_NODELAY of the
  * connections open in it (their holders found among the listeners' processes) */
-void doc_look_during(struct doctor *d);
+void doc_look_during(struct shared_window *d);
 
-enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg);
-int doctor_main(struct doctor *d);
+enum cli_status doctor_parse(int argc, char **argv, struct shared_window *d, FILE *msg);
+int doctor_main(struct shared_window *d);
 void doctor_help(FILE *f);
 
 /* ---- doctor_cg.c: the sock_ops programs on the listeners' processes' cgroups ---- */
-void doc_cgroups_rec(struct rec *root, const struct doctor *d);
-void doc_cgroups_text(FILE *f, const struct doctor *d);
+void doc_cgroups_rec(struct rec *root, const struct shared_window *d);
+void doc_cgroups_text(FILE *f, const struct shared_window *d);
 
 /* ---- doctor_out.c ---- */
-void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_findings *fs);
-void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_findings *fs);
+void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_findings *fs);
+void doctor_print_json(FILE *f, const struct shared_window *d, const struct doc_findings *fs);
 /* A failure: the message ("doctor ...") on stderr, and under --json the error
  * document on stdout (record.h's rec_error_json); returns status */
-int doctor_fail(const struct doctor *d, int status, const char *fmt, ...)
+int doctor_fail(const struct shared_window *d, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Connections of listener l (-1: all), worst first: indexes into d->c, at most max. */
-size_t doctor_worst(const struct doctor *d, int l, size_t *idx, size_t max);
+size_t doctor_worst(const struct shared_window *d, int l, size_t *idx, size_t max);
 
 #endif

@@ -30,7 +30,7 @@ void doctor_help(FILE *f)
 	           "SIGINT, 143 on SIGTERM, after the report of what was seen so far.\n");
 }
 
-enum cli_status doctor_parse(int argc, char **argv, struct doctor *d, FILE *msg)
+enum cli_status doctor_parse(int argc, char **argv, struct shared_window *d, FILE *msg)
 {
 	memset(d, 0, sizeof *d);
 	d->seconds = 5;

@@ -60,7 +60,7 @@ static void look_one(struct cg_look *c, long long hz)
 }
 
 /* The cgroups of d's listeners' processes (the service's holder of each), each once. */
-static int read_looks(const struct doctor *d)
+static int read_looks(const struct shared_window *d)
 {
 	if (nlooks >= 0)
 		return nlooks;
@@ -113,7 +113,7 @@ static void policy_rec(struct rec *r, const struct cg_seen *s)
 	}
 }
 
-void doc_cgroups_rec(struct rec *root, const struct doctor *d)
+void doc_cgroups_rec(struct rec *root, const struct shared_window *d)
 {
 	int n = read_looks(d);
 	struct rec *a = rec_arr(root, K_SOCKOPS_CGROUPS);
@@ -148,7 +148,7 @@ void doc_cgroups_rec(struct rec *root, const struct doctor *d)
 	}
 }
 
-void doc_cgroups_text(FILE *f, const struct doctor *d)
+void doc_cgroups_text(FILE *f, const struct shared_window *d)
 {
 	int n = read_looks(d);
 	if (!n)

@@ -63,7 +63,7 @@ static int nodelay_of(int pid, int fd, unsigned long long ino, char *why, size_t
 
 /* The pids holding the listeners: a server's connections are in the process that accepted
  * them, which holds the listener (a prefork worker too) */
-static int listener_pids(const struct doctor *d, int *pids, int max)
+static int listener_pids(const struct shared_window *d, int *pids, int max)
 {
 	int n = 0;
 	for (int k = 0; k < d->nl; k++)
@@ -86,7 +86,7 @@ static void read_nodelay(struct doc_conn *c)
 	c->nodelay_off |= v == 0;
 }
 
-void doc_look_during(struct doctor *d)
+void doc_look_during(struct shared_window *d)
 {
 	static int followed, scans; /* connections given a holder, of MAX_FOLLOWED; scans made */
 	int want = 0;
@@ -120,7 +120,7 @@ void doc_look_during(struct doctor *d)
 			read_nodelay(&d->c[k]);
 }
 
-void doc_look_at_holders(struct doctor *d)
+void doc_look_at_holders(struct shared_window *d)
 {
 	for (int k = 0; k < d->nl; k++) {
 		struct doc_listener *l = &d->l[k];

@@ -19,14 +19,14 @@ static double score(const struct doc_conn *c)
 	return s + 1e3 * ((rw > 0 ? rw : 0) + (sb > 0 ? sb : 0));
 }
 
-static const struct doctor *sorting;
+static const struct shared_window *sorting;
 static int by_score(const void *a, const void *b)
 {
 	double x = score(&sorting->c[*(const size_t *)a]), y = score(&sorting->c[*(const size_t *)b]);
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-size_t doctor_worst(const struct doctor *d, int l, size_t *idx, size_t max)
+size_t doctor_worst(const struct shared_window *d, int l, size_t *idx, size_t max)
 {
 	size_t n = 0, *all = malloc((d->nc ? d->nc : 1) * sizeof *all);
 	if (!all)
@@ -117,7 +117,7 @@ static const char *evidence_text(const struct doc_finding *x, char *buf, size_t 
 	return buf;
 }
 
-void doctor_print_text(FILE *f, const struct doctor *d, const struct doc_findings *fs)
+void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_findings *fs)
 {
 	static char shown[8192];
 	if (d->interrupted)
@@ -254,7 +254,7 @@ static void counters_rec(struct rec *r, const struct doc_ns *ns)
 		rec_known(o, DOC_COUNTER_KEY(c), doc_ns_delta(ns, c));
 }
 
-static void listener_rec(struct rec *r, const struct doctor *d, const struct doc_listener *l)
+static void listener_rec(struct rec *r, const struct shared_window *d, const struct doc_listener *l)
 {
 	const struct doc_ns *ns = &d->ns[l->ns];
 	char addr[64];
@@ -306,7 +306,7 @@ static void pct_rec(struct rec *r, int k, uint64_t part, uint64_t busy)
 		rec_num(r, k, v, 1);
 }
 
-static void conn_rec(struct rec *r, const struct doctor *d, const struct doc_conn *c)
+static void conn_rec(struct rec *r, const struct shared_window *d, const struct doc_conn *c)
 {
 	const struct diag_tcp_info *t = &c->last.ti;
 	char local[64], peer[64];
@@ -343,7 +343,8 @@ static void conn_rec(struct rec *r, const struct doctor *d, const struct doc_con
 	nodelay_rec(r, c->nodelay);
 }
 
-static void report_rec(struct rec *root, const struct doctor *d, const struct doc_findings *fs)
+static void report_rec(struct rec *root, const struct shared_window *d,
+                       const struct doc_findings *fs)
 {
 	rec_int(root, K_SCHEMA, REC_SCHEMA_VERSION);
 	rec_str(root, K_COMMAND, "doctor");
@@ -408,7 +409,7 @@ static void report_rec(struct rec *root, const struct doctor *d, const struct do
 	}
 }
 
-void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_findings *fs)
+void doctor_print_json(FILE *f, const struct shared_window *d, const struct doc_findings *fs)
 {
 	struct rec *root = rec_new();
 	report_rec(root, d, fs);
@@ -416,7 +417,7 @@ void doctor_print_json(FILE *f, const struct doctor *d, const struct doc_finding
 	rec_free(root);
 }
 
-int doctor_fail(const struct doctor *d, int status, const char *fmt, ...)
+int doctor_fail(const struct shared_window *d, int status, const char *fmt, ...)
 {
 	char msg[600];
 	va_list ap;

@@ -81,7 +81,7 @@ static void name_of(unsigned long long ino, char *out, size_t n)
 		closedir(dir);
 }
 
-int doc_ns_add(struct doctor *d, int pid)
+int doc_ns_add(struct shared_window *d, int pid)
 {
 	unsigned long long ino = netns_of(pid);
 	for (int k = 0; k < d->nns; k++)
@@ -119,7 +119,7 @@ int doc_ns_add(struct doctor *d, int pid)
 
 /* For each listener, the route (in its namespace) to the peer of its last connection seen:
  * the exact `ip route change ... quickack 1` when that route lacks quickack */
-void doc_routes_back(struct doctor *d)
+void doc_routes_back(struct shared_window *d)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_ns *ns = &d->ns[d->l[l].ns];

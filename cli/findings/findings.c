@@ -96,7 +96,7 @@ static double rate_of(const struct doc_conn *c)
  * set it on each connection after accept); else its own read (data held with it on is
  * TCP_CORK's, not Nagle's); else 0 when Nagle was seen holding its data; else the
  * listener's, which the kernel copies at accept (*from_listener says) */
-static int nodelay(const struct doctor *d, const struct doc_conn *c, int *from_listener)
+static int nodelay(const struct shared_window *d, const struct doc_conn *c, int *from_listener)
 {
 	*from_listener = 0;
 	if (c->nodelay_off)
@@ -131,7 +131,7 @@ static int server_delack_too(const struct doc_conn *c)
  * single write has nothing for Nagle to hold), or a small piece seen held unsent: a client
  * that writes its request in pieces too (a POST's header and body) hides the first from the
  * counts, and a stall near twice the delayed-ACK timer is then both timers. */
-void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_nagle(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -159,8 +159,8 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 		/* the listener holds 1 and its connections 0: the program sets it on each */
 		int overridden = d->l[l].nodelay == 1 && t.nodelay_off;
 		int delack = server_delack_too(w);
-		struct doc_finding *f = doc_add(fs, "nagle-delayed-ack", SEV_CRITICAL,
-		                            t.nodelay_off ? "high" : "medium", d, l);
+		struct doc_finding *f = doc_add(fs, DOC_R_NAGLE_DELAYED_ACK, SEV_CRITICAL,
+		                                t.nodelay_off ? "high" : "medium", d, l);
 		if (!f)
 			return;
 		if (overridden)
@@ -210,7 +210,7 @@ void doc_nagle_findings(const struct doctor *d, struct doc_findings *fs)
 /* The server's delayed ACK holding a client that writes a request in two pieces (with Nagle
  * on, its second piece waits for the ACK of the first): the server's ato grown to the cap
  * while its own sends are answered at once. */
-static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_two_write(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -239,7 +239,8 @@ static void delack_two_write(const struct doctor *d, struct doc_findings *fs)
 		/* ~23 a second is the cadence of a 40 ms delayed ACK per request; a client that
 		 * waits of its own accord near it is possible, and the ato is 40 ms on most
 		 * connections: "medium" */
-		struct doc_finding *f = doc_add(fs, "delayed-ack-two-write", SEV_CRITICAL, "medium", d, l);
+		struct doc_finding *f = doc_add(fs, DOC_R_DELAYED_ACK_TWO_WRITE, SEV_CRITICAL,
+		                                "medium", d, l);
 		if (!f)
 			return;
 		snprintf(f->summary, sizeof f->summary, "the server delays its ACK of a request's "
@@ -291,7 +292,7 @@ int doc_client_nagle_stall(const struct doc_exchanges *x)
  * writing twice per exchange (MQTT at QoS 1: its PUBACK of a message, then its next
  * PUBLISH).  Set on the server, TCP_NODELAY brings it on (the server's answer no longer
  * waits to carry the ACK the client's second write waits for). */
-static void client_nagle(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_client_nagle(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -315,8 +316,8 @@ static void client_nagle(const struct doctor *d, struct doc_findings *fs)
 			continue;
 		const struct doc_conn *w = t.worst;
 		/* (a client that pauses of its own accord near 40 ms looks the same: "medium") */
-		struct doc_finding *f = doc_add(fs, "delayed-ack-client-nagle", SEV_CRITICAL, "medium",
-		                                d, l);
+		struct doc_finding *f = doc_add(fs, DOC_R_DELAYED_ACK_CLIENT_NAGLE, SEV_CRITICAL,
+		                                "medium", d, l);
 		if (!f)
 			return;
 		snprintf(f->summary, sizeof f->summary, "the client's small writes (Nagle on) wait "
@@ -339,7 +340,7 @@ static void client_nagle(const struct doctor *d, struct doc_findings *fs)
 }
 
 /* Sending held back by the peer's receive window or by the server's own send buffer */
-static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
+static void limited(const struct shared_window *d, struct doc_findings *fs, int rwnd)
 {
 	for (int l = 0; l < d->nl; l++) {
 		struct tally t = {0};
@@ -363,8 +364,9 @@ static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
 		if (!t.hit)
 			continue;
 		const struct doc_conn *w = t.worst;
-		struct doc_finding *f = doc_add(fs, rwnd ? "receive-window-limited" : "send-buffer-limited",
-		                            SEV_WARNING, "high", d, l);
+		struct doc_finding *f = doc_add(fs, rwnd ? DOC_R_RECEIVE_WINDOW_LIMITED
+		                                         : DOC_R_SEND_BUFFER_LIMITED,
+		                                SEV_WARNING, "high", d, l);
 		if (!f)
 			return;
 		doc_listener_evidence(f, d, l);
@@ -403,6 +405,16 @@ static void limited(const struct doctor *d, struct doc_findings *fs, int rwnd)
 	}
 }
 
+void doc_judge_rwnd_limited(const struct shared_window *d, struct doc_findings *fs)
+{
+	limited(d, fs, 1);
+}
+
+void doc_judge_sndbuf_limited(const struct shared_window *d, struct doc_findings *fs)
+{
+	limited(d, fs, 0);
+}
+
 /* A connection's retransmits and retransmit timeouts over the window, its handshake's left
  * out: an accepted socket starts with its request's counts (SYN-ACKs sent again while the
  * accept queue was full, or under TCP_DEFER_ACCEPT), which carried no data.  Seen first
@@ -424,7 +436,7 @@ static long long data_retrans(const struct doc_conn *c, long long *rtos, int *rt
 }
 
 /* Segments sent again on the listeners' connections, and retransmit timeouts among them */
-static void retransmits(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_retransmits(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		long long conns = 0, hit = 0, retrans = 0, segs = 0, rtos = 0;
@@ -453,7 +465,7 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 		}
 		if (!hit || (!rtos && (retrans < RETRANS_MIN || 100 * retrans < segs)))
 			continue;
-		struct doc_finding *f = doc_add(fs, "retransmits", rtos ? SEV_WARNING : SEV_INFO,
+		struct doc_finding *f = doc_add(fs, DOC_R_RETRANSMITS, rtos ? SEV_WARNING : SEV_INFO,
 		                                "high", d, l);
 		if (!f)
 			return;
@@ -492,23 +504,4 @@ static void retransmits(const struct doctor *d, struct doc_findings *fs)
 			doc_note(f, "a retransmit timeout under the default 200 ms is in force already "
 			         "(%u ms: --rto-min, or the route's rto_min)", min_rto / 1000);
 	}
-}
-
-void doc_delack_findings(const struct doctor *d, struct doc_findings *fs)
-{
-	delack_two_write(d, fs);
-	client_nagle(d, fs);
-}
-
-void doctor_findings(const struct doctor *d, struct doc_findings *out)
-{
-	doctor_findings_free(out);
-	out->dropped = 0;
-	doc_queue_findings(d, out);
-	doc_nagle_findings(d, out);
-	doc_delack_findings(d, out);
-	limited(d, out, 1);
-	limited(d, out, 0);
-	retransmits(d, out);
-	doc_memory_findings(d, out);
 }

@@ -18,7 +18,7 @@ static long long known(const struct doc_ns *ns, int k)
 /* A listener's buffer at exactly twice the namespace's cap (asked for more, or for just
  * that), and the pressure that makes it matter: the namespace dropped or pruned received
  * data, or the listener's connections waited for room to send. */
-static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_buffer_clamped(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
@@ -36,7 +36,8 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 			uint32_t have = snd ? L->tb : L->rb;
 			if (cap <= 0 || have != 2 * cap || (snd ? snd_pressure : rcv_pressure) <= 0)
 				continue;
-			struct doc_finding *f = doc_add(fs, "buffer-clamped", SEV_WARNING, "medium", d, l);
+			struct doc_finding *f = doc_add(fs, DOC_R_BUFFER_CLAMPED, SEV_WARNING,
+			                                "medium", d, l);
 			if (!f)
 				return;
 			const char *sys = snd ? "net.core.wmem_max" : "net.core.rmem_max";
@@ -67,7 +68,7 @@ static void buffer_clamped(const struct doctor *d, struct doc_findings *fs)
 
 /* The memory the listeners' connections may hold against the kernel's TCP memory limit: each
  * buffer's size as the kernel has it now (autotuning grows them), and what they hold now */
-static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_memory_exposure(const struct shared_window *d, struct doc_findings *fs)
 {
 	long long bytes = 0, used = 0, open = 0;
 	for (size_t k = 0; k < d->nc; k++) {
@@ -85,7 +86,7 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	 * once a tenth of the limit is in use */
 	if (!open || ns->tcp_mem[2] <= 0 || bytes <= high || 10 * used < high)
 		return;
-	struct doc_finding *f = doc_add(fs, "memory-exposure", SEV_WARNING, "medium", d, -1);
+	struct doc_finding *f = doc_add(fs, DOC_R_MEMORY_EXPOSURE, SEV_WARNING, "medium", d, -1);
 	if (!f)
 		return;
 	snprintf(f->summary, sizeof f->summary, "the connections' buffers, if filled, exceed the "
@@ -96,10 +97,4 @@ static void memory_exposure_of(const struct doctor *d, struct doc_findings *fs)
 	rec_num(f->evidence, K_TCP_MEM_HIGH_MIB, high / 1048576.0, 0);
 	doc_note(f, "smaller --rcvbuf/--sndbuf for this many connections, or a larger "
 	         "net.ipv4.tcp_mem (its third number, in pages)");
-}
-
-void doc_memory_findings(const struct doctor *d, struct doc_findings *fs)
-{
-	buffer_clamped(d, fs);
-	memory_exposure_of(d, fs);
 }

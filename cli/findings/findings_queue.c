@@ -10,7 +10,7 @@
 
 /* The sysctl that raises the cap every backlog of the namespace is cut to, when it is below
  * the cure: first, since a backlog asked for later is cut to it */
-static void somaxconn_fix(struct doc_finding *f, const struct doctor *d, int l)
+static void somaxconn_fix(struct doc_finding *f, const struct shared_window *d, int l)
 {
 	const struct doc_ns *ns = &d->ns[d->l[l].ns];
 	if (ns->somaxconn < 0 || ns->somaxconn >= BACKLOG_CURE)
@@ -29,7 +29,7 @@ static void somaxconn_fix(struct doc_finding *f, const struct doctor *d, int l)
  * answers, for seconds, handshakes that clients gone away (FIN-WAIT-1 on their side) had
  * completed while the queue was full, in waves that overflow it for an instant; a sample may
  * catch one wave's connections (accepted at once), not two. */
-static void accept_queue(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_accept_queue(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
@@ -51,7 +51,8 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 			continue;
 		/* (an unreadable SYN counter may hide clients that waited: counted as waiting) */
 		int now = L->queued_samples > 1 || syn != 0;
-		struct doc_finding *f = doc_add(fs, now ? "accept-queue-overflow" : "earlier-overflow",
+		struct doc_finding *f = doc_add(fs, now ? DOC_R_ACCEPT_QUEUE_OVERFLOW
+		                                        : DOC_R_EARLIER_OVERFLOW,
 		                                now ? SEV_CRITICAL : SEV_WARNING,
 		                                now ? sure : "medium", d, l);
 		if (!f)
@@ -90,7 +91,7 @@ static void accept_queue(const struct doctor *d, struct doc_findings *fs)
 /* The backlog in force equal to the namespace's somaxconn while the queue came near it: the
  * application's own backlog may be larger, and no socket option raises the cap.  The sysctl
  * changes no listener that listens already: a listen() again does (attach's). */
-static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
+void doc_judge_backlog_clamped(const struct shared_window *d, struct doc_findings *fs)
 {
 	for (int l = 0; l < d->nl; l++) {
 		const struct doc_listener *L = &d->l[l];
@@ -98,7 +99,8 @@ static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
 		if (ns->somaxconn <= 0 || L->backlog != (unsigned)ns->somaxconn ||
 		    ns->somaxconn >= BACKLOG_CURE || 2 * L->queue_peak < L->backlog)
 			continue;
-		struct doc_finding *f = doc_add(fs, "backlog-clamped", SEV_WARNING, "medium", d, l);
+		struct doc_finding *f = doc_add(fs, DOC_R_BACKLOG_CLAMPED, SEV_WARNING, "medium",
+		                                d, l);
 		if (!f)
 			return;
 		snprintf(f->summary, sizeof f->summary, "the backlog in force is net.core.somaxconn "
@@ -114,10 +116,4 @@ static void backlog_clamped(const struct doctor *d, struct doc_findings *fs)
 		doc_note(f, "a listening socket keeps its backlog until it listens again: socktune "
 		         "attach does that, after the sysctl");
 	}
-}
-
-void doc_queue_findings(const struct doctor *d, struct doc_findings *fs)
-{
-	accept_queue(d, fs);
-	backlog_clamped(d, fs);
 }

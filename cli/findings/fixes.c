@@ -18,8 +18,8 @@ double doc_share(uint64_t part, uint64_t busy)
 	return busy ? 100.0 * (double)part / (double)busy : -1;
 }
 
-struct doc_finding *doc_add(struct doc_findings *fs, const char *kind, enum doc_severity sev,
-                            const char *certainty, const struct doctor *d, int l)
+struct doc_finding *doc_add(struct doc_findings *fs, int rule, enum doc_severity sev,
+                            const char *certainty, const struct shared_window *d, int l)
 {
 	if (fs->n == DOC_MAX_FINDINGS) {
 		fs->dropped++;
@@ -28,7 +28,7 @@ struct doc_finding *doc_add(struct doc_findings *fs, const char *kind, enum doc_
 	struct doc_finding *f = &fs->f[fs->n++];
 	memset(f, 0, sizeof *f);
 	f->evidence = rec_new(); /* (out of memory: the evidence says so when written) */
-	f->kind = kind;
+	f->rule = rule; /* (its kind: doc_judge_all names it from the table) */
 	f->severity = sev;
 	f->certainty = certainty;
 	f->listener = l;
@@ -68,7 +68,7 @@ void doc_note(struct doc_finding *f, const char *fmt, ...)
 		doc_say(f->note, sizeof f->note, "%s%s", f->note[0] ? "; " : "", s);
 }
 
-void doc_in_ns(const struct doctor *d, int l, char *out, size_t n)
+void doc_in_ns(const struct shared_window *d, int l, char *out, size_t n)
 {
 	const struct doc_ns *ns = &d->ns[d->l[l].ns];
 	out[0] = '\0';
@@ -96,7 +96,7 @@ static int list_add(int *list, int *n, int max, int pid)
 
 /* The pids holding listener l's connections (at the window's end), the service's first;
  * how many connections' holders did not fit */
-static int conn_holders(const struct doctor *d, int l, int *list, int *n)
+static int conn_holders(const struct shared_window *d, int l, int *list, int *n)
 {
 	int left = 0;
 	for (size_t k = 0; k < d->nc; k++)
@@ -105,7 +105,7 @@ static int conn_holders(const struct doctor *d, int l, int *list, int *n)
 	return left;
 }
 
-void doc_listener_evidence(struct doc_finding *f, const struct doctor *d, int l)
+void doc_listener_evidence(struct doc_finding *f, const struct shared_window *d, int l)
 {
 	const struct doc_listener *L = &d->l[l];
 	char addr[64];
@@ -137,7 +137,7 @@ void doc_backlog(struct rec *parent, const struct doc_listener *L)
 	rec_int(g, K_EFFECTIVE, L->backlog);
 }
 
-void doc_fix_live(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
+void doc_fix_live(struct doc_finding *f, const struct shared_window *d, int l, const char *flags,
                   int connections)
 {
 	const struct doc_listener *L = &d->l[l];
@@ -166,7 +166,8 @@ static const char *unreached(unsigned reach)
 	                         : "file capabilities: the loader drops LD_PRELOAD";
 }
 
-void doc_fix_next_start(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+void doc_fix_next_start(struct doc_finding *f, const struct shared_window *d, int l,
+                        const char *flags)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
@@ -240,8 +241,8 @@ static int cgroup_sets(const char *flags)
  * it makes from now on: CG_NOW), socktune --cgroup at its next start (every one from the
  * first: CG_NEXT) */
 enum { CG_NOW = 1, CG_NEXT = 2 };
-static void cgroup_forms(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
-                         int forms)
+static void cgroup_forms(struct doc_finding *f, const struct shared_window *d, int l,
+                         const char *flags, int forms)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
@@ -266,7 +267,8 @@ static void cgroup_forms(struct doc_finding *f, const struct doctor *d, int l, c
 
 /* A program LD_PRELOAD cannot reach (Go, static, setuid): the kernel can tune its
  * connections from a cgroup sock_ops program, with no polling and no ptrace. */
-static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, const char *flags)
+static void fix_cgroup(struct doc_finding *f, const struct shared_window *d, int l,
+                       const char *flags)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
@@ -275,7 +277,7 @@ static void fix_cgroup(struct doc_finding *f, const struct doctor *d, int l, con
 	cgroup_forms(f, d, l, flags, CG_NOW | CG_NEXT);
 }
 
-void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const char *flags,
+void doc_fix_flags(struct doc_finding *f, const struct shared_window *d, int l, const char *flags,
                    int connections)
 {
 	doc_fix_live(f, d, l, flags, connections);
@@ -285,7 +287,8 @@ void doc_fix_flags(struct doc_finding *f, const struct doctor *d, int l, const c
 
 /* Quick-ack: in the process at its next start (one setsockopt per receive), or on the route
  * back to the clients (nothing per call, CAP_NET_ADMIN); with_start: the first said too */
-static void fix_quickack(struct doc_finding *f, const struct doctor *d, int l, int with_start)
+static void fix_quickack(struct doc_finding *f, const struct shared_window *d, int l,
+                         int with_start)
 {
 	const struct doc_listener *L = &d->l[l];
 	if (L->start.known && L->start.reach) {
@@ -309,7 +312,7 @@ static void fix_quickack(struct doc_finding *f, const struct doctor *d, int l, i
 	}
 }
 
-void doc_fix_delack(struct doc_finding *f, const struct doctor *d, int l)
+void doc_fix_delack(struct doc_finding *f, const struct shared_window *d, int l)
 {
 	if (d->delack_max_us)
 		doc_fix_flags(f, d, l, "--delack-max 5ms", 1);
@@ -327,7 +330,7 @@ static int preload_holds(const struct doc_start *s)
 	       !strstr(s->env, "SOCKTUNE_PRECEDENCE='app'");
 }
 
-void doc_fix_nagle(struct doc_finding *f, const struct doctor *d, int l, int overridden,
+void doc_fix_nagle(struct doc_finding *f, const struct shared_window *d, int l, int overridden,
                    int delack)
 {
 	const struct doc_listener *L = &d->l[l];

@@ -56,7 +56,7 @@ struct doc_owner {
 };
 
 struct doc_listener {
-	int ns; /* index into doctor.ns */
+	int ns; /* index into shared_window.ns */
 	int family;
 	unsigned port;
 	unsigned char addr[16];
@@ -106,12 +106,14 @@ struct doc_conn {
 	int nodelay;       /* as on doc_listener: the last read */
 	int nodelay_off;   /* read as 0 at least once (an app may set it after accept) */
 	int looks;         /* reads of its TCP_NODELAY tried during the window */
-	long long sweep;   /* the last connection sample that saw it (doctor.sweeps) */
+	long long sweep;   /* the last connection sample that saw it (shared_window.sweeps) */
 	int pid, fd;       /* its holder, -1 when not found */
 };
 
-
-struct doctor {
+/* The window, as doctor fills it over its --seconds and watch over each --window (its
+ * listener samples and its latest two connection samples): what the rules judge.  doctor's
+ * own settings (json, targets, progress) ride along; watch leaves them 0. */
+struct shared_window {
 	int json;
 	double seconds;
 	const char *targets[64];

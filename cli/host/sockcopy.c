@@ -1,12 +1,13 @@
 /* A socket of another process changed from outside, one value at a time: pidfd_getfd(2)
  * (Linux 5.6) takes a copy of its descriptor, an option set on the copy is set on the socket
- * itself, and listen() on a copy of a listener changes its backlog live (the kernel cuts it
- * to the target namespace's somaxconn).  The copy is held only for the change and closed at
- * once: a socket whose owner closes it while a copy is open lives on.  Each value is read
- * back from the kernel after it is set.  What watch --apply and socktune revert share. */
+ * itself (with this process's credentials), and listen() on a copy of a listener changes its
+ * backlog live (the kernel cuts it to the target namespace's somaxconn).  The copy is held
+ * only for the change and closed at once: a socket whose owner closes it while a copy is
+ * open lives on.  Each value is read back from the kernel after it is set.  The values are
+ * options of the table (ST_V_*), so a cure names its option once.  What watch --apply and
+ * socktune revert share. */
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -62,45 +63,50 @@ int sockcopy_open_proc(int pid, unsigned long long start, int fd, unsigned long 
 	return copy_of(pid, start, fd, ino);
 }
 
-int sockcopy_get(int copy, enum sockcopy_what what)
+/* Where option opt is on the copy's socket: its level and name, those of its IPv6 option on
+ * an IPv6 socket; -1 (EINVAL) for one sockcopy does not take */
+static int where_of(int copy, int opt, int *level, int *optname)
 {
-	long long v;
-	if (what == SC_BACKLOG)
-		return st_listen_backlog(&cli_raw_ops, copy);
-	return probe_get_int(copy, IPPROTO_TCP, TCP_NODELAY, &v) == 0 ? (v != 0) : -1;
-}
-
-int sockcopy_set(int copy, enum sockcopy_what what, int v)
-{
-	if (what == SC_BACKLOG)
-		return (int)syscall(SYS_listen, copy, v);
-	return probe_set_int(copy, IPPROTO_TCP, TCP_NODELAY, v);
-}
-
-int sockcopy_change(int pid, int fd, unsigned long long ino, enum sockcopy_what what, int v,
-                    int *before, int *after)
-{
-	int copy = sockcopy_open(pid, fd, ino);
-	if (copy < 0)
+	long long family;
+	const char *label;
+	if (opt == ST_V_BACKLOG || !sockcopy_takes(opt)) {
+		errno = EINVAL;
 		return -1;
-	int rc = 0, err = 0;
-	*before = sockcopy_get(copy, what);
-	if (sockcopy_set(copy, what, v) != 0) {
-		rc = -1;
-		err = errno;
 	}
-	*after = sockcopy_get(copy, what);
-	close(copy);
-	errno = err;
-	return rc;
+	if (probe_get_int(copy, SOL_SOCKET, SO_DOMAIN, &family) != 0)
+		return -1;
+	st_sockopt_for(opt, (int)family, level, optname, &label);
+	return 0;
 }
 
-int sockcopy_read(int pid, int fd, unsigned long long ino, enum sockcopy_what what)
+int sockcopy_get(int copy, int opt)
+{
+	int level, optname;
+	long long v;
+	if (opt == ST_V_BACKLOG)
+		return st_listen_backlog(&cli_raw_ops, copy);
+	if (where_of(copy, opt, &level, &optname) != 0 ||
+	    probe_get_int(copy, level, optname, &v) != 0)
+		return -1;
+	return st_opt_is_flag(opt) ? v != 0 : (int)v;
+}
+
+int sockcopy_set(int copy, int opt, int v)
+{
+	int level, optname;
+	if (opt == ST_V_BACKLOG)
+		return (int)syscall(SYS_listen, copy, v);
+	if (where_of(copy, opt, &level, &optname) != 0)
+		return -1;
+	return probe_set_int(copy, level, optname, v);
+}
+
+int sockcopy_read(int pid, int fd, unsigned long long ino, int opt)
 {
 	int copy = sockcopy_open(pid, fd, ino);
 	if (copy < 0)
 		return -1;
-	int v = sockcopy_get(copy, what);
+	int v = sockcopy_get(copy, opt);
 	close(copy);
 	return v;
 }

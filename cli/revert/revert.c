@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "findings.h"
 #include "journal.h"
 #include "record.h"
 #include "revert.h"
@@ -90,13 +91,6 @@ enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE 
 	return CLI_GO;
 }
 
-/* The option a journal line names; -1: one revert does not know (never taken for another) */
-static int what_of(const char *option)
-{
-	return strcmp(option, "backlog") == 0 ? SC_BACKLOG
-	       : strcmp(option, "nodelay") == 0 ? SC_NODELAY : -1;
-}
-
 /* Why a change is left as it is: said on stdout (error) and stderr, status 1 (nothing in
  * the journal: the change may still be in force, and only a person can tell) */
 static int refuse(const char *path, const struct journal_change *c, const char *why)
@@ -124,15 +118,15 @@ static int refuse(const char *path, const struct journal_change *c, const char *
 	return -1;
 }
 
-/* The inodes of the other changes of option nodelay (connections journalled on their own:
- * their lines undo them, a listener's sweep leaves them) */
+/* The inodes of the other changes of c's option (connections journalled on their own: their
+ * lines undo them, a listener's sweep leaves them) */
 static unsigned long long *others(const struct journal_change *all, int n,
                                   const struct journal_change *c, int *nskip)
 {
 	unsigned long long *skip = malloc((size_t)(n > 0 ? n : 1) * sizeof *skip);
 	*nskip = 0;
 	for (int k = 0; skip && k < n; k++)
-		if (&all[k] != c && all[k].inode && strcmp(all[k].option, "nodelay") == 0)
+		if (&all[k] != c && all[k].inode && strcmp(all[k].option, c->option) == 0)
 			skip[(*nskip)++] = all[k].inode;
 	return skip;
 }
@@ -177,11 +171,14 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 {
 	if (c->unusable)
 		return refuse(path, c, c->unusable);
-	int what = what_of(c->option);
+	/* (only the option of a cure in the findings' table: a name it does not know is never
+	 * taken for another) */
+	int what = doc_cure_option(c->option);
 	if (what < 0) {
-		char why[96];
-		snprintf(why, sizeof why, "option \"%s\" is not one revert knows (backlog, nodelay)",
-		         c->option);
+		char why[160], known[96];
+		doc_cure_keys(known, sizeof known);
+		snprintf(why, sizeof why, "option \"%s\" is not one revert knows (%s)", c->option,
+		         known);
 		return refuse(path, c, why);
 	}
 	int before = -1, after = -1, now = -1, rc = -1, err = 0, conns = -1;
@@ -219,11 +216,11 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 		after = sockcopy_get(copy, what);
 		int accepting = 0;
 		socklen_t len = sizeof accepting;
-		if (rc == 0 && what == SC_NODELAY &&
+		if (rc == 0 && sockcopy_inherited(what) &&
 		    getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0 && accepting) {
 			int nskip;
 			unsigned long long *skip = others(all, n, c, &nskip);
-			struct revert_sweep sw = {.pid = held_by > 0 ? held_by : c->pid,
+			struct revert_sweep sw = {.opt = what, .pid = held_by > 0 ? held_by : c->pid,
 			                          .listener = copy, .applied = c->after,
 			                          .before = c->before,
 			                          .start = held_by > 0 ? sockcopy_start_of(held_by)
@@ -234,17 +231,19 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 				conns = sw.set;
 				if (sw.set || sw.failed)
 					snprintf(note, sizeof note, "%d connection%s of this listener held "
-					         "nodelay %d, inherited from it since the change: set back to "
+					         "%s %d, inherited from it since the change: set back to "
 					         "%d, each read back%s (a connection the application set to %d "
 					         "itself cannot be told from these: it is set back too)",
-					         sw.set + sw.failed, sw.set + sw.failed == 1 ? "" : "s", c->after,
+					         sw.set + sw.failed, sw.set + sw.failed == 1 ? "" : "s",
+					         c->option, c->after,
 					         c->before, sw.failed ? "; some would not take it" : "",
 					         c->after);
 				if (sw.failed)
 					rc = -1, err = EIO;
 			} else {
 				snprintf(note, sizeof note, "the connections accepted since the change were "
-				         "not looked at (%s): they may still hold nodelay %d", why, c->after);
+				         "not looked at (%s): they may still hold %s %d", why, c->option,
+				         c->after);
 			}
 			free(skip);
 		}

@@ -12,12 +12,13 @@ struct revert_args {
 };
 
 /* revertconn.c: the connections listener (a copy of it) accepted from the process pid
- * (started at start, in network namespace netns: 0 any) that hold the value applied:
+ * (started at start, in network namespace netns: 0 any) that hold the value applied of
+ * option opt (ST_V_*, one the connections inherit):
  * each set to before and read back, but those whose inodes skip lists (changes of their
  * own in the journal).  0 with set, failed (not set, or read back otherwise) and seen (the
  * listener's connections of that process); -1 with why in err when they cannot be looked at. */
 struct revert_sweep {
-	int pid, listener, applied, before;
+	int opt, pid, listener, applied, before;
 	unsigned long long start, netns;
 	const unsigned long long *skip;
 	int nskip;

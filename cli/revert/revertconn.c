@@ -1,9 +1,10 @@
-/* The connections a listener accepted after watch --apply set TCP_NODELAY on it: the kernel
- * copies the listener's value into each connection it accepts, so those connections hold the
- * applied value too, and setting the listener back does not reach them.  They are found as
- * the listener's own are: sock_diag in the process's network namespace, the connections on
- * the listener's local address and port, held by that process (its /proc/PID/fd), each taken
- * through a pidfd_getfd copy checked to be that socket, from that process (pid and start). */
+/* The connections a listener accepted after watch --apply set an option on it that they
+ * inherit (TCP_NODELAY: sockcopy_inherited): the kernel copies the listener's value into each
+ * connection it accepts, so those connections hold the applied value too, and setting the
+ * listener back does not reach them.  They are found as the listener's own are: sock_diag in
+ * the process's network namespace, the connections on the listener's local address and
+ * port, held by that process (its /proc/PID/fd), each taken through a pidfd_getfd copy
+ * checked to be that socket, from that process (pid and start). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,9 +100,9 @@ int revert_conns(struct revert_sweep *s, char *err, size_t n)
 		if (copy < 0)
 			continue; /* (closed meanwhile) */
 		s->seen++;
-		if (sockcopy_get(copy, SC_NODELAY) == s->applied) {
-			if (sockcopy_set(copy, SC_NODELAY, s->before) == 0 &&
-			    sockcopy_get(copy, SC_NODELAY) == s->before)
+		if (sockcopy_get(copy, s->opt) == s->applied) {
+			if (sockcopy_set(copy, s->opt, s->before) == 0 &&
+			    sockcopy_get(copy, s->opt) == s->before)
 				s->set++;
 			else
 				s->failed++;

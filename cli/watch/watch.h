@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "cli.h"
@@ -92,7 +93,8 @@ struct watch_finding {
 	int used;
 	int holds;              /* found in the latest window, or not yet cleared: shown */
 	char id[17];            /* stable: from kind, namespace, address and port */
-	const char *kind;       /* (the rules' own strings) */
+	int rule;               /* its row of the findings' table (findings.h's DOC_RULES) */
+	const char *kind;       /* that row's kind */
 	int severity;
 	unsigned long long ns_ino;
 	int family;
@@ -168,14 +170,15 @@ struct watch_applied {  /* one socket of a listener that --apply changed, or tri
 	int family;
 	unsigned char addr[16];
 	unsigned port;
-	int what;               /* SC_NODELAY, SC_BACKLOG (cli.h) */
+	int opt, want;          /* the cure's option (ST_V_*) and value (findings.h's table) */
 	int pid, fd;            /* its holder (pid 0: none found) */
 	unsigned long long inode;
 	int set;                /* the value set (-1: nothing changed, none to watch) */
 	int backed_off;         /* the socket has another value now: never applied again */
 	int out_of_scope;       /* in a namespace outside --apply's scope: said, not applied */
-	/* nodelay: the listener's connections when it was applied (sorted inodes), so that
-	 * those accepted after it are known; whether they were found reset (said once) */
+	/* an option the connections inherit: the listener's connections when it was applied
+	 * (sorted inodes), so that those accepted after it are known; whether they were found
+	 * reset (said once) */
 	unsigned long long *older;
 	int nolder;
 	int reset_said;
@@ -239,10 +242,25 @@ int watch_apply_open(struct watch *w);
 void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_listener *l);
 /* Each value watch set read back: one that differs now was set by someone else, and watch
  * backs off (said once); a socket gone is forgotten (a restart's new one gets its cure); a
- * NODELAY listener's connections accepted since, read: found reset by the app, said once */
+ * cured listener's connections accepted since, read (watch_hold_judge) */
 void watch_apply_check(struct watch *w);
-/* The NODELAY cures whose listener's new connections are still being read (the SIGUSR1
- * line's count: one that holds is judged a bounded number of rounds, then no more) */
+/* Whether entry a is a socket of listener l */
+static inline int watch_applied_on(const struct watch_applied *a, const struct watch_listener *l)
+{
+	return a->ns_ino == l->ns_ino && a->port == l->port && a->family == l->family &&
+	       memcmp(a->addr, l->addr, 16) == 0;
+}
+
+/* watchhold.c: whether a cure on a listener reaches the connections it accepts since (an
+ * option they inherit).  The connections it has now, remembered in a when it is applied: */
+void watch_hold_remember(struct watch *w, const struct watch_listener *l, struct watch_applied *a);
+/* On a window after, a still holding its value: the connections the latest connection sample
+ * has that were accepted since, read (a bounded number a round, a bounded number of rounds);
+ * one holding another value was reset by the application: said once, with the cures that
+ * hold against it */
+void watch_hold_judge(struct watch *w, struct watch_applied *a);
+/* The cures whose listener's new connections are still being read (the SIGUSR1 line's
+ * count: one that holds is judged a bounded number of rounds, then no more) */
 int watch_apply_judging(const struct watch *w);
 
 /* watchfind.c: at a window's start (the namespaces' counters), and at its end: the rules,

@@ -1,11 +1,11 @@
-/* doctor's accept-queue rules (cli/findings/findings_queue.c), its Nagle rule and its two
- * delayed-ACK rules (two-write requests, a client's Nagle: findings.c, on the latest two
- * connection samples: watchconn.c), one implementation for
- * both, applied to watch's samples over each --window: the window is written into the rules' own
- * record of a window (struct doctor, findings/window.h: the namespaces' counters at both ends, each listener's
+/* doctor's rules that run in watch too (DOC_IN_WATCH in cli/findings/findings.h's table:
+ * the accept queue's, the Nagle rule and the two delayed-ACK rules, those on the latest two
+ * connection samples: watchconn.c), one implementation for both, applied to watch's samples
+ * over each --window: the window is written into the record both fill (struct
+ * shared_window, findings/window.h: the namespaces' counters at both ends, each listener's
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
  * sample), DOC_MAX_LISTENERS listeners and DOC_MAX_NS namespaces at a time, and
- * doc_queue_findings judges it.  What it finds holds as a series
+ * doc_judge_all judges it.  What it finds holds as a series
  * (socktune_finding{id,kind,severity,netns,addr,port} 1) until it clears (below), and
  * one logfmt line on stderr says when it appears (with its fixes) and one when it clears.
  * Hysteresis: a finding raised holds while its fault recurs in any of the last
@@ -153,6 +153,7 @@ static struct watch_finding *found(struct watch *w, const struct doc_finding *df
 	}
 	f->used = f->holds = 1;
 	f->absent = 0;
+	f->rule = df->rule;
 	f->kind = df->kind;
 	f->severity = (int)df->severity;
 	f->ns_ino = l->ns_ino;
@@ -165,7 +166,7 @@ static struct watch_finding *found(struct watch *w, const struct doc_finding *df
 
 /* The latest connection samples of the chunk's listeners into the record: each connection
  * seen by the sample before and the latest, its counters' change between them */
-static void conns_in(struct doctor *d, struct watch_listener **map)
+static void conns_in(struct shared_window *d, struct watch_listener **map)
 {
 	static struct doc_conn c[WATCH_MAX_CONNS];
 	int n;
@@ -202,11 +203,11 @@ static void conns_in(struct doctor *d, struct watch_listener **map)
 	}
 }
 
-/* Whether finding kind holds on listener l */
-static int holds_on(const struct watch *w, const char *kind, const struct watch_listener *l)
+/* Whether a finding of rule holds on listener l */
+static int holds_on(const struct watch *w, int rule, const struct watch_listener *l)
 {
 	char id[17];
-	make_id(id, kind, l->ns_ino, l->family, l->addr, l->port);
+	make_id(id, doc_rules[rule].kind, l->ns_ino, l->family, l->addr, l->port);
 	for (int k = 0; k < WATCH_MAX_FINDINGS; k++)
 		if (w->find[k].used && w->find[k].holds && strcmp(w->find[k].id, id) == 0)
 			return 1;
@@ -218,13 +219,14 @@ static int holds_on(const struct watch *w, const char *kind, const struct watch_
 static void live_overflow(const struct watch *w, struct doc_finding *df,
                           struct watch_listener *l, double now)
 {
-	if (strcmp(df->kind, "earlier-overflow") != 0)
+	if (df->rule != DOC_R_EARLIER_OVERFLOW)
 		return;
 	int tail = l->overflow_seen > 0 && now - l->overflow_seen <= TAIL_S &&
-	           !holds_on(w, "accept-queue-overflow", l);
+	           !holds_on(w, DOC_R_ACCEPT_QUEUE_OVERFLOW, l);
 	if (tail)
 		return;
-	df->kind = "accept-queue-overflow";
+	df->rule = DOC_R_ACCEPT_QUEUE_OVERFLOW;
+	df->kind = doc_rules[df->rule].kind;
 	df->severity = SEV_CRITICAL;
 	snprintf(df->summary, sizeof df->summary, "the accept queue filled and the kernel dropped "
 	         "connection attempts in this window: clients wait 1 s, 3 s, 7 s to retry");
@@ -233,22 +235,19 @@ static void live_overflow(const struct watch *w, struct doc_finding *df,
 	         "a tail these drops could be (or that one holds still): they are of now", TAIL_S);
 }
 
-/* One chunk of the window in doctor's record, judged: the accept queue's rules, and the
- * Nagle and delayed-ACK rules on the connections */
-static void judge(struct watch *w, struct doctor *d, struct watch_listener **map, double now,
+/* One chunk of the window in the record, judged by the rules that run in watch */
+static void judge(struct watch *w, struct shared_window *d, struct watch_listener **map, double now,
                   int *seen)
 {
 	static struct doc_findings fs;
 	conns_in(d, map);
-	doc_queue_findings(d, &fs);
-	doc_nagle_findings(d, &fs);
-	doc_delack_findings(d, &fs);
+	doc_judge_all(d, DOC_IN_WATCH, &fs);
 	for (int k = 0; k < fs.n; k++) {
 		struct doc_finding *df = &fs.f[k];
 		if (df->listener < 0 || df->listener >= d->nl)
 			continue;
 		live_overflow(w, df, map[df->listener], now);
-		if (strcmp(df->kind, "accept-queue-overflow") == 0)
+		if (df->rule == DOC_R_ACCEPT_QUEUE_OVERFLOW)
 			map[df->listener]->overflow_seen = now;
 		struct watch_finding *f = found(w, df, map[df->listener], now);
 		if (f) {
@@ -259,13 +258,12 @@ static void judge(struct watch *w, struct doctor *d, struct watch_listener **map
 	for (int k = 0; k < d->nl; k++)
 		map[k]->doc_index = -1;
 	doctor_findings_free(&fs);
-	fs.n = fs.dropped = 0;
 	d->c = NULL;
 	d->nc = d->cap = 0;
 }
 
 /* The namespace of l in d (added with its counters when new); -1 when d has no room */
-static int ns_in(struct doctor *d, struct watch *w, const struct watch_listener *l,
+static int ns_in(struct shared_window *d, struct watch *w, const struct watch_listener *l,
                  const long long (*end)[3])
 {
 	for (int k = 0; k < d->nns; k++)
@@ -302,7 +300,7 @@ static int ns_in(struct doctor *d, struct watch *w, const struct watch_listener 
 
 void watch_findings(struct watch *w, double now)
 {
-	static struct doctor d;       /* (large: doctor's own tables) */
+	static struct shared_window d;       /* (large: doctor's own tables) */
 	static struct watch_listener *map[DOC_MAX_LISTENERS];
 	static long long end[WATCH_MAX_NS][3];
 	static int seen[WATCH_MAX_FINDINGS];

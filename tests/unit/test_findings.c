@@ -11,6 +11,7 @@
 #include "../../cli/findings/findings_queue.c"
 #include "../../cli/findings/findings_memory.c"
 #include "../../cli/findings/fixes.c"
+#include "../../cli/findings/rules.c"
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
 #include "../../cli/host/grow.c"
@@ -18,7 +19,7 @@
 #include "../../cli/record.c"
 #include "unit.h"
 
-static struct doctor d;
+static struct shared_window d;
 static struct doc_conn conns[8];
 
 /* One listener on 127.0.0.1:8000 (backlog 5, somaxconn 4096), no process visible */
@@ -94,7 +95,7 @@ static struct doc_findings found;
 /* The first finding of that kind (every finding's fixes checked on the way), or NULL */
 static const struct doc_finding *find(const char *kind)
 {
-	doctor_findings(&d, &found);
+	doc_judge_all(&d, DOC_IN_DOCTOR, &found);
 	const struct doc_finding *hit = NULL;
 	for (int k = 0; k < found.n; k++) {
 		for (int j = 0; j < found.f[k].nfix; j++)
@@ -565,7 +566,7 @@ static void status_cases(void)
 	struct doc_conn *c = conn();
 	c->last.info_len = sizeof c->last.ti;
 	c->last.ti.total_retrans = 5, c->last.ti.segs_out = 200, c->last.ti.bytes_retrans = 500;
-	doctor_findings(&d, &found);
+	doc_judge_all(&d, DOC_IN_DOCTOR, &found);
 	int info_only = found.n > 0;
 	for (int k = 0; k < found.n; k++)
 		info_only &= found.f[k].severity == SEV_INFO;
@@ -574,11 +575,11 @@ static void status_cases(void)
 		          "status %d, want 0", found.n, found.n ? found.f[0].kind : "none",
 		          doctor_status(&found));
 	c->last.ti.total_rto = 1, c->last.ti.rto = 204000;
-	doctor_findings(&d, &found);
+	doc_judge_all(&d, DOC_IN_DOCTOR, &found);
 	if (doctor_status(&found) != 1)
 		CASE_FAIL("a retransmit timeout (a warning): status %d, want 1", doctor_status(&found));
 	reset();
-	doctor_findings(&d, &found);
+	doc_judge_all(&d, DOC_IN_DOCTOR, &found);
 	if (found.n != 0 || doctor_status(&found) != 0)
 		CASE_FAIL("a quiet listener: %d findings, status %d, want none and 0", found.n,
 		          doctor_status(&found));
