@@ -17,6 +17,7 @@
 #include "../../cli/host/diag.c"
 #include "../../cli/host/holders.c"
 #include "../../cli/host/grow.c"
+#include "../../cli/host/pidinfo.c"
 #include "../../cli/record.c"
 #include "unit.h"
 
