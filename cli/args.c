@@ -1,10 +1,10 @@
-/* The command line: its parser, --help, and the policy the program will run with.  The
- * options are the ST_VARIABLES table of socktune.h, every value parsed by policy.c, the code
- * the library itself runs; nothing here exits (each parser returns a status to main). */
+/* The wrapper's command line (check's and attach's too: policyargs.c sets their mode in c
+ * first) and the policy the program will run with.  The options are the ST_VARIABLES table
+ * of socktune.h, every value parsed by policy.c, the code the library itself runs; nothing
+ * here exits (the parser returns a status to main). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,83 +13,6 @@
 #include "cli.h"
 
 extern char **environ;
-
-/* One line, "socktune: " and the message, on f.  Returns CLI_BAD, so that a parser says
- * `return usage_error(msg, ...)`. */
-enum cli_status usage_error(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("socktune: ", f);
-	vfprintf(f, fmt, ap);
-	fputc('\n', f);
-	va_end(ap);
-	return CLI_BAD;
-}
-
-/* socktune --help: the wrapper's own; each subcommand has its own (socktune SUB --help). */
-void run_help(FILE *f)
-{
-	fprintf(f,
-	        "usage: socktune [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	        "       socktune check|attach|detach|doctor|stats|watch|revert ...\n"
-	        "                (each with its own: socktune SUBCOMMAND --help)\n"
-	        "       socktune --schema | --list-options [SUBCOMMAND] | --help | --version\n"
-	        "\n"
-	        "Runs PROGRAM in place (same pid, its exit status) with libsocktune preloaded, which\n"
-	        "tunes its TCP listeners and logs what the kernel applied.\n"
-	        "\n"
-	        "Subcommands, each with its own --help:\n"
-	        "  check    what this host will grant for the same options, and why\n"
-	        "  attach   tune a server that is already running, from outside (--cgroup: the\n"
-	        "           kernel tunes its next connections)\n"
-	        "  detach   remove what attach --cgroup or --cgroup left attached to a cgroup\n"
-	        "  doctor   watch a running server's listeners and connections and name the\n"
-	        "           setting that cures what it saw\n"
-	        "  stats    read the statistics file the library writes (--stats PATH)\n"
-	        "  watch    every listener of the node as Prometheus metrics and findings; with\n"
-	        "           --apply, their socket-option cures applied and journalled\n"
-	        "  revert   undo what watch --apply changed, from its journal\n"
-	        "\n");
-	help_policy(f, NULL);
-	fprintf(f, "\nCommand options:\n");
-	help_entry(f, "--strict", "refuse (status 2) a program LD_PRELOAD cannot reach (statically "
-	           "linked, Go, setuid/setgid or file capabilities) instead of warning", NULL);
-	help_entry(f, "--attach", "start PROGRAM as a child and tune its listeners from outside "
-	           "(for a static or Go program; the wrapper stays as its init)", NULL);
-	help_entry(f, "--cgroup", "run PROGRAM in a cgroup of its own, the policy a sock_ops "
-	           "program the kernel runs for each of its TCP connections from the first (any "
-	           "language, static or Go; needs cgroup v2, CAP_BPF and CAP_NET_ADMIN)", NULL);
-	help_entry(f, "--cgroup-path PATH", "with --cgroup: that cgroup (made and removed; one "
-	           "that exists is used and kept) instead of socktune-PID under the wrapper's own",
-	           NULL);
-	char peer[200];
-	snprintf(peer, sizeof peer, "with --cgroup: tune only connections whose peer is in PREFIX "
-	         "(IPv4 or IPv6, ADDR/LEN or ADDR; up to %d, any of them)", CLI_MAX_PEERS);
-	help_entry(f, "--peer PREFIX", peer, NULL);
-	help_entry(f, "--print-library", "print the path of the library the command preloads (for "
-	           "an LD_PRELOAD= line) and exit", NULL);
-	help_entry(f, "--help, --version", "", NULL);
-	fprintf(f, "\nAlone on the command line:\n");
-	help_entry(f, "--schema", "print every key of the JSON outputs: its name, type and "
-	           "meaning", NULL);
-	help_entry(f, "--list-options [SUBCOMMAND]", "the subcommands, one a line; with one (run: "
-	           "this wrapper), its options: what the bash completion offers", NULL);
-	fprintf(f,
-	        "\n"
-	        "Options end at '--' or at the first argument that is not an option.  A first\n"
-	        "argument that is a subcommand, or one or two letters away from one (stat,\n"
-	        "doctr), is not run as a program: socktune -- stat runs stat.\n"
-	        "\n"
-	        "Environment: SOCKTUNE_* as above; %s=PATH to use that library instead of the\n"
-	        "one next to the command (./libsocktune.so, then %s/libsocktune.so).\n"
-	        "\n"
-	        "Exit status: the program's (--attach: once a program that exited 0 leaving\n"
-	        "processes has none left, the last one's); 2 for a bad option or value (the\n"
-	        "program is not started); 126 when the program cannot be executed, 127 when it\n"
-	        "is not found.  Every subcommand's: EXIT STATUS in socktune(1).\n",
-	        ST_ENV_LIBRARY, ST_LIBDIR_FROM_BIN);
-}
 
 /* check --route ADDR: an address literal (a name would be resolved, perhaps to another
  * address than the clients'), at most CLI_MAX_ROUTES of them. */
@@ -204,15 +127,8 @@ static const char *help_name(const struct cli *c)
 enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 {
 	int i = 1;
-	if (i < argc && strcmp(argv[i], "check") == 0) {
-		c->check = 1;
-		i++;
-	} else if (i < argc && strcmp(argv[i], "attach") == 0) {
-		c->attach = 1;
-		i++;
-	}
 	for (; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
 		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
@@ -246,10 +162,10 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			c->cgroup = 1;
 			continue;
 		}
-		if (strcmp(a, "--peer") == 0 || strncmp(a, "--peer=", 7) == 0) {
+		if (opt_value(argc, argv, &i, "--peer", &v)) {
 			if (c->check)
 				return usage_error(msg, "--peer: only with --cgroup");
-			if (peer_arg(c, a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL, msg) != CLI_GO)
+			if (peer_arg(c, v, msg) != CLI_GO)
 				return CLI_BAD;
 			continue;
 		}
@@ -260,8 +176,8 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 			c->cgroup_root = 1;
 			continue;
 		}
-		if (strcmp(a, "--cgroup-path") == 0 || strncmp(a, "--cgroup-path=", 14) == 0) {
-			c->cgroup_path = a[13] == '=' ? a + 14 : i + 1 < argc ? argv[++i] : NULL;
+		if (opt_value(argc, argv, &i, "--cgroup-path", &v)) {
+			c->cgroup_path = v;
 			if (!c->cgroup_path || !c->cgroup_path[0])
 				return usage_error(msg, "--cgroup-path: missing value (PATH: a cgroup v2 "
 				                   "directory to make)");
@@ -282,8 +198,8 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 				c->follow = 1;
 			continue;
 		}
-		if (strcmp(a, "--route") == 0 || strncmp(a, "--route=", 8) == 0) {
-			if (route_arg(c, a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : NULL, msg) != CLI_GO)
+		if (opt_value(argc, argv, &i, "--route", &v)) {
+			if (route_arg(c, v, msg) != CLI_GO)
 				return CLI_BAD;
 			continue;
 		}

@@ -62,11 +62,52 @@ struct cli {
 	const char *flag_opt, *flag_word;
 };
 
-enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void run_help(FILE *f); /* socktune --help */
+void run_help(FILE *f); /* socktune --help (runhelp.c) */
+/* The wrapper's command line, and check's and attach's (policyargs.c sets c->check or
+ * c->attach first; argv[0] is the command or the subcommand, never read). */
 enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg);
 enum cli_status flag_word_error(const struct cli *c, FILE *msg);
 enum cli_status build_policy(const struct cli *c, struct st_policy *p, FILE *msg);
+
+/* check and attach (policyargs.c): their command line and the policy it makes. */
+struct policy_args {
+	struct cli c;
+	struct st_policy p;
+};
+enum cli_status check_parse(int argc, char **argv, void *args, FILE *msg);
+int check_run(void *args);
+enum cli_status attach_parse(int argc, char **argv, void *args, FILE *msg);
+int attach_run(void *args);
+
+/* ---- usage.c: what every subcommand's parser reaches without the wrapper's ---- */
+
+/* One line, "socktune: " and the message, on f.  Returns CLI_BAD, so that a parser says
+ * `return usage_error(msg, ...)`. */
+enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether argv[*i] is the option name ("--seconds") with a value: 1 with *val "V" for
+ * "--seconds=V", or for "--seconds V" the next word (*i moved onto it; NULL when there is
+ * none); 0 when argv[*i] is another word (nothing moved).  Every parser reads its options'
+ * values through it, so both forms are taken alike everywhere. */
+int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
+/* The status of a parser's r that is not CLI_GO: --help (help printed) and --version 0,
+ * else EXIT_USAGE (the parser said why). */
+int exit_status(enum cli_status r, void (*help)(FILE *f));
+/* Descriptors 0-2 that are closed opened on /dev/null (close-on-exec). */
+void stdio_fill(void);
+
+/* ---- target.c: PID, :PORT or CGROUP, the words that name what a subcommand looks at ---- */
+
+enum target_kind { TARGET_PID = 1, TARGET_PORT = 2, TARGET_CGROUP = 4 };
+struct target {
+	enum target_kind kind; /* by the word's shape, also when it is refused */
+	const char *word;
+	int pid;               /* TARGET_PID: 1 to INT_MAX */
+	unsigned port;         /* TARGET_PORT: 1 to 65535 */
+};
+/* word read into t: ":PORT" a port, a word with a '/' a cgroup (the word itself, a path),
+ * else a pid.  0, or -1 when it is not one of its kind or its kind is not one of takes
+ * (TARGET_* or'ed): the caller says why, in its own words. */
+int parse_target(const char *word, unsigned takes, struct target *t);
 
 /* ---- stop.c: SIGINT and SIGTERM end a loop (doctor, attach --follow, stats --watch) ---- */
 
@@ -106,6 +147,8 @@ int child_status(int status);
 /* One option: head ("--name ARG") in its column, text wrapped beside it, then tail (NULL:
  * none) on a line of its own. */
 void help_entry(FILE *f, const char *head, const char *text, const char *tail);
+/* The same without tail, the text from column at (the top-level help's subcommands) */
+void help_wrapped(FILE *f, int at, const char *head, const char *text);
 /* The options of the ST_VARIABLES table that takes(id) says the subcommand takes (NULL:
  * all), each with its variable and default, and how flags are written. */
 void help_policy(FILE *f, int (*takes)(int id));
@@ -312,8 +355,8 @@ struct stats_args {
 	int nfiles;
 };
 
-enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg);
-int stats_main(const struct stats_args *s);
+enum cli_status stats_parse(int argc, char **argv, void *args, FILE *msg); /* stats_args */
+int stats_main(void *args);
 void stats_help(FILE *f);
 
 /* One stats file as read: the snapshot, the live counters when they could be read, which of

@@ -1,42 +1,25 @@
 /* `socktune --list-options [SUBCOMMAND]`: what the bash completion (completion/socktune.bash)
  * offers, asked of the command itself, so the completion of an installed socktune is that
- * socktune's.  Without SUBCOMMAND: the subcommands, one a line.  With one (run: a program):
- * its options, one a line, "--name" or "--name ARG", then after a tab the values ARG takes
- * when they are a few names.  The policy options come from ST_VARIABLES; the options of the
- * subcommands are listed here, and t_completion checks each against the parsers and
- * every option of --help against this list. */
+ * socktune's.  Without SUBCOMMAND: the subcommands, one a line (the rows of subcommands.c,
+ * after the wrapper, "run").  With one (run: a program): its options, one a line, "--name"
+ * or "--name ARG", then after a tab the values ARG takes when they are a few names.  The
+ * policy options come from ST_VARIABLES; a subcommand's own are listed in its row, and
+ * t_completion checks each against the parsers and every option of --help against them. */
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "socktune.h"
 #include "cli.h"
+#include "subcommands.h"
 
-static const struct sub {
-	const char *name;
-	int policy;              /* takes the options of ST_VARIABLES */
-	int (*takes)(int id);    /* those of them it takes (NULL: all) */
-	const char *const *opts;
-} subs[] = {
-	{"run", 1, NULL, (const char *const[]){"--strict", "--attach", "--cgroup", "--cgroup-path PATH",
-	                                      "--peer PREFIX",
-	                                      "--print-library", "--help",
-	                                      "--version", NULL}},
-	{"check", 1, check_takes, (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup-path PATH", "--help", NULL}},
-	{"attach", 1, attach_takes,
-	 (const char *const[]){"--json", "--connections", "--follow", "--cgroup", "--cgroup-root",
-	                       "--peer PREFIX", "--help", NULL}},
-	{"detach", 0, NULL, (const char *const[]){"--json", "--cgroup-root", "--help", NULL}},
-	{"stats", 0, NULL, (const char *const[]){"--json", "--format FORMAT\ttable json prometheus",
-	                                         "--output PATH", "--watch SECONDS", "--count N",
-	                                         "--help", NULL}},
-	{"doctor", 0, NULL, (const char *const[]){"--seconds SECONDS", "--json", "--help", NULL}},
-	{"watch", 0, NULL, (const char *const[]){"--listen ADDR:PORT", "--textfile PATH",
-	                                         "--every SECONDS", "--interval SECONDS",
-	                                         "--window SECONDS", "--apply",
-	                                         "--apply-netns NETNS\tall", "--journal PATH",
-	                                         "--seconds SECONDS", "--help", NULL}},
-	{"revert", 0, NULL, (const char *const[]){"--journal PATH", "--help", NULL}},
+/* The wrapper, "run" here, is no subcommand (socktune run runs run): its options */
+static const struct subcommand wrapper = {
+	.name = "run",
+	.flags = SUB_POLICY,
+	.options = (const char *const[]){"--strict", "--attach", "--cgroup", "--cgroup-path PATH",
+	                                 "--peer PREFIX", "--print-library", "--help", "--version",
+	                                 NULL},
 };
 
 /* The names an option's value may be, when they are a few words: the host's own for a
@@ -80,23 +63,25 @@ static const char *values_of(const struct st_var *v)
 
 int list_options(FILE *out, const char *sub)
 {
-	const struct sub *s = NULL;
-	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-		if (!sub)
-			fprintf(out, "%s\n", subs[i].name);
-		else if (strcmp(sub, subs[i].name) == 0)
-			s = &subs[i];
-	}
-	if (!sub)
+	const struct subcommand *s = NULL;
+	if (!sub) {
+		fprintf(out, "%s\n", wrapper.name);
+		for (size_t k = 0; k < n_subcommands; k++)
+			fprintf(out, "%s\n", subcommands[k].name);
 		return 0;
+	}
+	s = strcmp(sub, wrapper.name) == 0 ? &wrapper : subcommand_find(sub);
 	if (!s) {
-		usage_error(stderr, "--list-options %s: not a subcommand (run, check, attach, detach, "
-		            "stats, doctor, watch, revert)", sub);
+		char names[512];
+		size_t o = (size_t)snprintf(names, sizeof names, "%s", wrapper.name);
+		for (size_t k = 0; k < n_subcommands && o < sizeof names; k++)
+			o += (size_t)snprintf(names + o, sizeof names - o, ", %s", subcommands[k].name);
+		usage_error(stderr, "--list-options %s: not a subcommand (%s)", sub, names);
 		return EXIT_USAGE;
 	}
-	for (int i = 0; s->opts[i]; i++)
-		fprintf(out, "%s\n", s->opts[i]);
-	for (int i = 0; s->policy && i < ST_V_COUNT; i++) {
+	for (int i = 0; s->options[i]; i++)
+		fprintf(out, "%s\n", s->options[i]);
+	for (int i = 0; (s->flags & SUB_POLICY) && i < ST_V_COUNT; i++) {
 		const struct st_var *v = &st_vars[i];
 		if (s->takes && !s->takes(i))
 			continue;

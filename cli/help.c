@@ -1,7 +1,7 @@
 /* How every subcommand's --help is laid out: one entry per option (help_entry), and the
  * policy options of the ST_VARIABLES table (help_policy), those a subcommand takes.  Each
- * subcommand writes its own help (run: args.c, check.c, attachargs.c, stats.c, doctor.c)
- * from these two. */
+ * subcommand writes its own help (run: runhelp.c, check.c, attachargs.c, stats.c,
+ * doctor.c) from these two. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,10 +16,10 @@
 #define HELP_HEAD 26
 #define HELP_TEXT (2 + HELP_HEAD + 1)
 #define HELP_WIDTH 79
-void help_entry(FILE *f, const char *head, const char *text, const char *tail)
+void help_wrapped(FILE *f, int at, const char *head, const char *text)
 {
 	int col = fprintf(f, "  %s", head);
-	if (col > HELP_TEXT - 2) {
+	if (col > at - 2) {
 		fputc('\n', f);
 		col = 0;
 	}
@@ -28,15 +28,20 @@ void help_entry(FILE *f, const char *head, const char *text, const char *tail)
 		size_t len = strcspn(w, " ");
 		if (!len)
 			break;
-		if (col > HELP_TEXT && col + 1 + (int)len > HELP_WIDTH) {
+		if (col > at && col + 1 + (int)len > HELP_WIDTH) {
 			fputc('\n', f);
 			col = 0;
 		}
-		col += col < HELP_TEXT ? fprintf(f, "%*s", HELP_TEXT - col, "") : fprintf(f, " ");
+		col += col < at ? fprintf(f, "%*s", at - col, "") : fprintf(f, " ");
 		col += fprintf(f, "%.*s", (int)len, w);
 		w += len;
 	}
 	fputc('\n', f);
+}
+
+void help_entry(FILE *f, const char *head, const char *text, const char *tail)
+{
+	help_wrapped(f, HELP_TEXT, head, text);
 	if (tail && *tail)
 		fprintf(f, "%*s%s\n", HELP_TEXT, "", tail);
 }

@@ -1,8 +1,9 @@
 # bash completion for socktune(1).  What it offers comes from the command itself:
-# `socktune --list-options` names the subcommands, `socktune --list-options SUB` the options
-# of one (run: running a program), each "--name", "--name ARG" or "--name ARG<TAB>values",
-# the policy options read from the same table as --help.  So the completion of an installed
-# socktune is that socktune's, and nothing here goes stale when an option is added.
+# `socktune --list-options` names the subcommands (the command's table, no list here),
+# `socktune --list-options SUB` the options of one (run: running a program), each "--name",
+# "--name ARG" or "--name ARG<TAB>values", the policy options read from the same table as
+# --help.  So the completion of an installed socktune is that socktune's, and nothing here
+# goes stale when an option or a subcommand is added.
 # Installed as $(PREFIX)/share/bash-completion/completions/socktune.
 
 _socktune()
@@ -16,13 +17,15 @@ _socktune()
 	cmd=${cmd/#\~/$HOME}
 	[[ $cmd == */* && -x $cmd ]] || cmd=$(type -P socktune) || return 0
 
-	case ${COMP_WORDS[1]-} in
-	check | attach | detach | stats | doctor | watch | revert) sub=${COMP_WORDS[1]} i=2 ;;
-	esac
+	# the subcommands, as this socktune names them ("run", the wrapper's, is no word of it)
+	local -a subs
+	for w in $("$cmd" --list-options 2>/dev/null); do
+		[[ $w == run ]] && continue
+		subs+=("$w")
+		[[ $w == "${COMP_WORDS[1]-}" ]] && sub=$w i=2
+	done
 	if ((COMP_CWORD == 1)) && [[ $cur != -* ]]; then
-		local subs
-		subs=$("$cmd" --list-options 2>/dev/null | grep -vx run)
-		COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+		COMPREPLY=($(compgen -W "${subs[*]}" -- "$cur"))
 		[[ -n $cur ]] && COMPREPLY+=($(compgen -c -- "$cur"))
 		return 0
 	fi

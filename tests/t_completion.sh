@@ -50,7 +50,7 @@ check completion.no-negations-unasked "'check --' offers: $(grep -c -- '^--no-' 
 for s in $("$CLI" --list-options); do "$CLI" --list-options "$s"; done | cut -f1 | cut -d' ' -f1 |
 	sort -u >"$TMP/all"
 # (--schema and --list-options: forms of the command alone, not options a completion adds)
-missing=$(for s in "" check attach detach doctor stats watch; do "$CLI" $s --help; done | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | grep -vx -- '--schema\|--list-options' | sort -u |
+missing=$(for s in "" $("$CLI" --list-options | grep -vx run); do "$CLI" $s --help; done | grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '-$' | grep -vx -- '--schema\|--list-options' | sort -u |
 	while read -r o; do grep -qx -- "$o" "$TMP/all" || echo "$o"; done | tr '\n' ' ')
 check completion.every-help-option "not offered: $missing" -z "$missing"
 

@@ -50,9 +50,9 @@ unknown_names() {
 	done
 }
 
-# all_help: every subcommand's --help, the wrapper's first
+# all_help: every subcommand's --help (those the command lists), the wrapper's first
 all_help() {
-	for _s in "" check attach detach doctor stats watch; do
+	for _s in "" $("$CLI" --list-options | grep -vx run); do
 		# shellcheck disable=SC2086 # none or one word
 		"$CLI" $_s --help
 	done

@@ -215,27 +215,6 @@ static void nofile_to_hard(void)
 	}
 }
 
-/* A target word: its scope, pid or port; EXIT_USAGE with why (and its line said) when it is
- * neither. */
-static int target_of(const char *s, enum svc_scope *scope, int *pid, unsigned *port, char *why,
-                     size_t n)
-{
-	char *end;
-	long v = strtol(s + (s[0] == ':'), &end, 10);
-	*scope = s[0] == ':' ? SVC_PORT : SVC_PID;
-	if (s[0] == ':' && (*end || end == s + 1 || v < 1 || v > 65535))
-		snprintf(why, n, "attach %s: not a port (:1 to :65535)", s);
-	else if (s[0] != ':' && (*end || end == s || v < 1 || v > INT_MAX))
-		snprintf(why, n, "attach %s: not a pid or :PORT", s);
-	else {
-		*pid = s[0] == ':' ? 0 : (int)v;
-		*port = s[0] == ':' ? (unsigned)v : 0;
-		return 0;
-	}
-	fprintf(stderr, "socktune: %s\n", why);
-	return EXIT_USAGE;
-}
-
 /* Why nothing was tuned when no failure was said (a process with no TCP socket, a port whose
  * listeners closed meanwhile): the text says it on stderr, the JSON in "error". */
 static const char nothing_found[] = "nothing tuned: no TCP socket of the targets was found to tune";
@@ -280,16 +259,6 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 	size_t n = 0, nsvc = 0, nroots = 0;
 	while (a->targets[n])
 		n++;
-	enum svc_scope scope;
-	int pid;
-	unsigned port;
-	char why[200];
-	for (size_t k = 0; k < n; k++) /* every target word checked before anything is done */
-		if (target_of(a->targets[k], &scope, &pid, &port, why, sizeof why) != 0) {
-			if (a->json)
-				rec_error_json(stdout, "attach", why, EXIT_USAGE);
-			return EXIT_USAGE;
-		}
 	if (a->json)
 		t.doc = new_document(&t);
 	if (st_on(p, ST_V_DISABLE)) {
@@ -315,7 +284,11 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 	}
 	for (size_t k = 0; k < n && !t.write_err; k++) {
 		char err[200];
-		target_of(a->targets[k], &scope, &pid, &port, why, sizeof why);
+		struct target tw; /* (every word checked by attach's parser) */
+		parse_target(a->targets[k], TARGET_PID | TARGET_PORT, &tw);
+		enum svc_scope scope = tw.kind == TARGET_PORT ? SVC_PORT : SVC_PID;
+		int pid = tw.pid;
+		unsigned port = tw.port;
 		if (scope == SVC_PID && add_root(&roots, &nroots, pid) != 0) {
 			attach_refuse(&t, pid, "pidfd_open", errno);
 			continue;

@@ -328,25 +328,7 @@ static void attach_one(struct out *o, const char *target, const struct cg_where 
 
 int cg_attach_main(const struct cli *c, const struct st_policy *p)
 {
-	char **targets = c->program;
-	int pid;
-	unsigned port;
-	if (!targets || !targets[0]) {
-		usage_error(stderr, "attach --cgroup: no target (PID or :PORT)");
-		if (c->json)
-			rec_error_json(stdout, "attach", "attach --cgroup: no target (PID or :PORT)", EXIT_USAGE);
-		return EXIT_USAGE;
-	}
-	for (int k = 0; targets[k]; k++)
-		if (cg_target_parse(targets[k], &pid, &port) != 0) {
-			char why[300];
-			snprintf(why, sizeof why, "attach --cgroup: %.64s: not a target (PID, or :PORT for the "
-			         "listeners on that port)", targets[k]);
-			usage_error(stderr, "%s", why);
-			if (c->json)
-				rec_error_json(stdout, "attach", why, EXIT_USAGE);
-			return EXIT_USAGE;
-		}
+	char **targets = c->program; /* (PIDs and :PORTs, at least one: attach's parser) */
 	struct out o;
 	out_start(&o, "attach", c->json);
 	if (st_on(p, ST_V_DISABLE)) {
@@ -471,7 +453,8 @@ static void detach_one(struct out *o, const char *target, const struct cg_where 
  * filled, 0 when target is no path, -1 with err when it is no cgroup v2 directory. */
 static int cgroup_path_target(const char *target, struct cg_where *w, char *err, size_t n)
 {
-	if (!strchr(target, '/'))
+	struct target t;
+	if (parse_target(target, TARGET_CGROUP, &t) != 0)
 		return 0;
 	struct stat st;
 	memset(w, 0, sizeof *w);
@@ -488,8 +471,9 @@ static int cgroup_path_target(const char *target, struct cg_where *w, char *err,
 	return 1;
 }
 
-int cg_detach_main(const struct cg_detach_args *a)
+int cg_detach_main(void *args)
 {
+	const struct cg_detach_args *a = args;
 	struct out o;
 	out_start(&o, "detach", a->json);
 	own_sweep(stderr, "detach");
@@ -517,10 +501,11 @@ int cg_detach_main(const struct cg_detach_args *a)
 	return out_end(&o);
 }
 
-enum cli_status cg_detach_parse(int argc, char **argv, struct cg_detach_args *a, FILE *msg)
+enum cli_status cg_detach_parse(int argc, char **argv, void *args, FILE *msg)
 {
-	int i = 1, pid;
-	unsigned port;
+	struct cg_detach_args *a = args;
+	struct target t;
+	int i = 1;
 	memset(a, 0, sizeof *a);
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *s = argv[i];
@@ -542,7 +527,7 @@ enum cli_status cg_detach_parse(int argc, char **argv, struct cg_detach_args *a,
 	if (i == argc)
 		return usage_error(msg, "detach: no target (PID or :PORT; socktune detach --help)");
 	for (int k = i; k < argc; k++)
-		if (!strchr(argv[k], '/') && cg_target_parse(argv[k], &pid, &port) != 0)
+		if (parse_target(argv[k], TARGET_PID | TARGET_PORT | TARGET_CGROUP, &t) != 0)
 			return usage_error(msg, "detach: %s: not a target (PID, :PORT for the listeners "
 			                   "on that port, or a cgroup's directory)", argv[k]);
 	a->targets = argv + i;

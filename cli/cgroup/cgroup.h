@@ -186,8 +186,6 @@ struct cg_where {
 	int listeners, kept;      /* the target's listeners made there; connections open on them */
 	char now[4096];           /* a PID target: the cgroup it is in now ("" unknown) */
 };
-/* PID or :PORT: 0, or -1 when it is neither. */
-int cg_target_parse(const char *t, int *pid, unsigned *port);
 /* The cgroups target's listeners were made in (sock_diag's INET_DIAG_CGROUP_ID, looked for
  * under the v2 mount), into w[max] (*more: how many more there are): the count, or -1 with
  * err and *status (EXIT_USAGE: no target; EXIT_NOT_FOUND: no such process, no listener; 1:
@@ -204,8 +202,8 @@ struct cg_detach_args {
 /* attach --cgroup TARGET...: the policy's program attached (BPF_F_ALLOW_MULTI) to each
  * target's listeners' cgroup, read back there; ours already there replaced. */
 int cg_attach_main(const struct cli *c, const struct st_policy *p);
-enum cli_status cg_detach_parse(int argc, char **argv, struct cg_detach_args *a, FILE *msg);
-int cg_detach_main(const struct cg_detach_args *a);
+enum cli_status cg_detach_parse(int argc, char **argv, void *args, FILE *msg); /* cg_detach_args */
+int cg_detach_main(void *args);
 void detach_help(FILE *f);
 
 /* ---- cgargs.c ---- */

@@ -39,27 +39,6 @@ static void take(const struct diag_sock *s, void *ctx)
 	                              .listener = s->state == TS_LISTEN};
 }
 
-int cg_target_parse(const char *t, int *pid, unsigned *port)
-{
-	char *end;
-	*pid = 0;
-	*port = 0;
-	if (t[0] == ':') {
-		errno = 0;
-		unsigned long v = strtoul(t + 1, &end, 10);
-		if (errno || end == t + 1 || *end || v < 1 || v > 65535)
-			return -1;
-		*port = (unsigned)v;
-		return 0;
-	}
-	errno = 0;
-	long v = strtol(t, &end, 10);
-	if (errno || end == t || *end || v < 1 || v > 0x3fffffff)
-		return -1;
-	*pid = (int)v;
-	return 0;
-}
-
 /* The directory under the mount whose inode is id (nftw's callback has no context). */
 static unsigned long long want_ino;
 static char *found_dir;
@@ -93,14 +72,15 @@ static void now_of(int pid, const char *mount, char *out, size_t n)
 int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,
               size_t n)
 {
-	int pid;
-	unsigned port;
+	struct target t;
 	*status = EXIT_USAGE;
 	*more = 0;
-	if (cg_target_parse(target, &pid, &port) != 0) {
+	if (parse_target(target, TARGET_PID | TARGET_PORT, &t) != 0) {
 		snprintf(err, n, "%s: not a target (PID, or :PORT for the listeners on that port)", target);
 		return -1;
 	}
+	int pid = t.pid;
+	unsigned port = t.port;
 	char mount[1024];
 	if (cg_v2_mount(mount, sizeof mount, err, n) != 0)
 		return -1;

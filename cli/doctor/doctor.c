@@ -344,12 +344,13 @@ static int split_targets(const struct shared_window *d, int *pids, int *npids, u
                          int *nports)
 {
 	for (int k = 0; k < d->ntargets; k++) {
-		const char *a = d->targets[k];
-		if (a[0] == ':') {
-			ports[(*nports)++] = (unsigned)strtoul(a + 1, NULL, 10);
+		struct target t; /* (each checked by doctor_parse) */
+		parse_target(d->targets[k], TARGET_PID | TARGET_PORT, &t);
+		if (t.kind == TARGET_PORT) {
+			ports[(*nports)++] = t.port;
 			continue;
 		}
-		int pid = (int)strtol(a, NULL, 10);
+		int pid = t.pid;
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/fd", pid);
 		if (access(path, R_OK) != 0) {
@@ -416,8 +417,9 @@ static int say_missing(const struct shared_window *d, const int *pids, int npids
 	return missing;
 }
 
-int doctor_main(struct shared_window *d)
+int doctor_main(void *args)
 {
+	struct shared_window *d = args;
 	/* from the start: a signal during the scans ends the window at its first sample, and
 	 * the report of what was seen comes, then the signal's status */
 	stop_on_signals();

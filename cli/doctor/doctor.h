@@ -44,8 +44,8 @@ void doc_look_at_holders(struct shared_window *d);
  * connections open in it (their holders found among the listeners' processes) */
 void doc_look_during(struct shared_window *d);
 
-enum cli_status doctor_parse(int argc, char **argv, struct shared_window *d, FILE *msg);
-int doctor_main(struct shared_window *d);
+enum cli_status doctor_parse(int argc, char **argv, void *args, FILE *msg); /* struct shared_window */
+int doctor_main(void *args);
 void doctor_help(FILE *f);
 
 /* ---- doctor_cg.c: the sock_ops programs on the listeners' processes' cgroups ---- */

@@ -1,5 +1,4 @@
 /* socktune doctor's command line: its help and its parser (doctor.c runs the window). */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +29,19 @@ void doctor_help(FILE *f)
 	           "SIGINT, 143 on SIGTERM, after the report of what was seen so far.\n");
 }
 
-enum cli_status doctor_parse(int argc, char **argv, struct shared_window *d, FILE *msg)
+enum cli_status doctor_parse(int argc, char **argv, void *args, FILE *msg)
 {
+	struct shared_window *d = args;
 	memset(d, 0, sizeof *d);
 	d->seconds = 5;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
+		struct target t;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
 			return CLI_HELP;
 		if (strcmp(a, "--json") == 0) {
 			d->json = 1;
-		} else if (strcmp(a, "--seconds") == 0 || strncmp(a, "--seconds=", 10) == 0) {
-			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+		} else if (opt_value(argc, argv, &i, "--seconds", &v)) {
 			char *end;
 			double s = v ? strtod(v, &end) : 0;
 			if (!v || end == v || *end || !(s >= 0.1 && s <= 3600))
@@ -53,11 +53,9 @@ enum cli_status doctor_parse(int argc, char **argv, struct shared_window *d, FIL
 		} else if (d->ntargets == (int)(sizeof d->targets / sizeof *d->targets)) {
 			return usage_error(msg, "doctor: at most %zu targets",
 			                   sizeof d->targets / sizeof *d->targets);
+		} else if (parse_target(a, TARGET_PID | TARGET_PORT, &t) != 0) {
+			return usage_error(msg, "doctor %s: not a pid or :PORT (:1 to :65535)", a);
 		} else {
-			char *end;
-			long v = strtol(a[0] == ':' ? a + 1 : a, &end, 10);
-			if (*end || end == a + (a[0] == ':') || v < 1 || v > (a[0] == ':' ? 65535 : INT_MAX))
-				return usage_error(msg, "doctor %s: not a pid or :PORT (:1 to :65535)", a);
 			d->targets[d->ntargets++] = a;
 		}
 	}

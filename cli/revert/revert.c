@@ -65,17 +65,18 @@ void revert_help(FILE *f)
 	           "an unknown ID; 3 when the journal cannot be read or is not one socktune made.\n");
 }
 
-enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE *msg)
+enum cli_status revert_parse(int argc, char **argv, void *args, FILE *msg)
 {
+	struct revert_args *a = args;
 	memset(a, 0, sizeof *a);
 	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
+		const char *o = argv[i], *v;
 		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0)
 			return CLI_HELP;
-		if (strcmp(o, "--journal") == 0) {
-			if (i + 1 >= argc || !argv[i + 1][0])
+		if (opt_value(argc, argv, &i, "--journal", &v)) {
+			if (!v || !v[0])
 				return usage_error(msg, "revert --journal: missing PATH");
-			a->journal = argv[++i];
+			a->journal = v;
 		} else if (o[0] == '-') {
 			return usage_error(msg, "revert: unknown option %s (--journal PATH, ID or all)", o);
 		} else if (a->which) {
@@ -322,8 +323,9 @@ static void list(const struct journal_change *c)
 	printf("\n");
 }
 
-int revert_main(const struct revert_args *a)
+int revert_main(void *args)
 {
+	const struct revert_args *a = args;
 	char def[4096], err[4400];
 	const char *path = a->journal ? a->journal : journal_default(def, sizeof def);
 	int jfd = journal_open_existing(path, a->which ? JOURNAL_APPEND : JOURNAL_READ, err,

@@ -26,8 +26,8 @@ struct revert_sweep {
 };
 int revert_conns(struct revert_sweep *s, char *err, size_t n);
 
-enum cli_status revert_parse(int argc, char **argv, struct revert_args *a, FILE *msg);
+enum cli_status revert_parse(int argc, char **argv, void *args, FILE *msg); /* revert_args */
 void revert_help(FILE *f);
-int revert_main(const struct revert_args *a);
+int revert_main(void *args);
 
 #endif

@@ -2,6 +2,7 @@
  * [--watch SECONDS [--count N]] FILE...: its arguments, and the watch loop; statsview.c reads
  * and prints a file, statsprom.c writes the Prometheus text, cli/outfile.c replaces --output. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <poll.h>
@@ -64,10 +65,12 @@ void stats_help(FILE *f)
 	           "reader takes nothing).\n");
 }
 
-enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *msg)
+enum cli_status stats_parse(int argc, char **argv, void *args, FILE *msg)
 {
+	struct stats_args *s = args;
 	char err[160];
 	static const char *none[1];
+	const char *v;
 	memset(s, 0, sizeof *s);
 	s->files = argc > 1 ? calloc((size_t)argc, sizeof *s->files) : none;
 	if (!s->files)
@@ -76,22 +79,26 @@ enum cli_status stats_parse(int argc, char **argv, struct stats_args *s, FILE *m
 		const char *a = argv[i];
 		if (strcmp(a, "--json") == 0) {
 			s->format = STATS_JSON;
-		} else if (strcmp(a, "--watch") == 0 || strcmp(a, "--count") == 0) {
-			long long *dst = a[2] == 'w' ? &s->every : &s->times;
-			if (i + 1 >= argc)
-				return usage_error(msg, "stats: %s: missing value", a);
-			if (st_parse_int(argv[++i], 1, 86400, dst, err, sizeof err) != 0)
-				return usage_error(msg, "stats: %s %s: %s", a, argv[i], err);
-		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--output") == 0) {
-			if (i + 1 >= argc)
-				return usage_error(msg, "stats: %s: missing value (%s)", a,
-				                   a[2] == 'f' ? "table, json or prometheus" : "PATH");
-			if (a[2] == 'o' && argv[i + 1][0] == '\0')
-				return usage_error(msg, "stats: --output: an empty path");
-			if (a[2] == 'o')
-				s->output = argv[++i];
-			else if (format_arg(s, argv[++i], msg) != CLI_GO)
+		} else if (opt_value(argc, argv, &i, "--watch", &v) ||
+		           opt_value(argc, argv, &i, "--count", &v)) {
+			const char *name = a[2] == 'w' ? "--watch" : "--count";
+			if (!v)
+				return usage_error(msg, "stats: %s: missing value", name);
+			if (st_parse_int(v, 1, 86400, a[2] == 'w' ? &s->every : &s->times, err,
+			                 sizeof err) != 0)
+				return usage_error(msg, "stats: %s %s: %s", name, v, err);
+		} else if (opt_value(argc, argv, &i, "--format", &v)) {
+			if (!v)
+				return usage_error(msg, "stats: --format: missing value (table, json or "
+				                   "prometheus)");
+			if (format_arg(s, v, msg) != CLI_GO)
 				return CLI_BAD;
+		} else if (opt_value(argc, argv, &i, "--output", &v)) {
+			if (!v)
+				return usage_error(msg, "stats: --output: missing value (PATH)");
+			if (!v[0])
+				return usage_error(msg, "stats: --output: an empty path");
+			s->output = v;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			return CLI_HELP;
 		} else if (a[0] == '-' && strcmp(a, "-") != 0) {
@@ -508,8 +515,15 @@ static int prometheus_main(const struct stats_args *s)
 	}
 }
 
-int stats_main(const struct stats_args *s)
+int stats_main(void *args)
 {
+	const struct stats_args *s = args;
+	int no_stdout = fcntl(1, F_GETFD) < 0;
+	stdio_fill();
+	if (no_stdout && !s->output) {
+		fprintf(stderr, "socktune: stats: stdout is closed: nowhere to print\n");
+		return 1;
+	}
 	if (s->every) /* the round being printed, then the signal's status; a wait on a file
 	               * or on stdout's reader ends at the first signal */
 		stop_on_signals_now();

@@ -374,16 +374,18 @@ static int targets(struct watch *w)
 {
 	for (int k = 0; k < w->a->ntargets; k++) {
 		const char *t = w->a->targets[k];
-		if (t[0] == '/') {
+		struct target tw; /* (each checked by watch_parse) */
+		parse_target(t, TARGET_PID | TARGET_PORT | TARGET_CGROUP, &tw);
+		if (tw.kind == TARGET_CGROUP) {
 			if (cgroup_target(w, t) != 0)
 				return -1;
 			continue;
 		}
-		if (t[0] == ':') {
-			w->ports[w->nports++] = (unsigned)strtoul(t + 1, NULL, 10);
+		if (tw.kind == TARGET_PORT) {
+			w->ports[w->nports++] = tw.port;
 			continue;
 		}
-		int pid = (int)strtol(t, NULL, 10);
+		int pid = tw.pid;
 		if (kill(pid, 0) != 0 && errno == ESRCH) {
 			fprintf(stderr, "socktune: watch %d: no such process\n", pid);
 			return -1;
@@ -393,8 +395,9 @@ static int targets(struct watch *w)
 	return 0;
 }
 
-int watch_main(const struct watch_args *a)
+int watch_main(void *args)
 {
+	const struct watch_args *a = args;
 	static struct watch w; /* (its tables are large) */
 	memset(&w, 0, sizeof w);
 	w.a = a;

@@ -41,9 +41,9 @@ struct watch_args {
 	int ntargets;
 };
 
-enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *msg);
+enum cli_status watch_parse(int argc, char **argv, void *args, FILE *msg); /* watch_args */
 void watch_help(FILE *f);
-int watch_main(const struct watch_args *a);
+int watch_main(void *args);
 
 /* ---- watchid.c: who a listener serves ---- */
 

@@ -3,7 +3,6 @@
  * file is opened only to ask the kernel what it is. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,19 +121,23 @@ static enum cli_status seconds_arg(const char *opt, const char *v, double lo, do
 	return CLI_GO;
 }
 
-enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *msg)
+enum cli_status watch_parse(int argc, char **argv, void *args, FILE *msg)
 {
+	struct watch_args *a = args;
 	memset(a, 0, sizeof *a);
 	a->interval = 0.1;
 	a->every = 15;
 	a->window = 10;
 	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *o = argv[i], *v;
+		struct target t;
 		if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0)
 			return CLI_HELP;
-		if (strcmp(o, "--listen") == 0 || strcmp(o, "--textfile") == 0) {
+		if (opt_value(argc, argv, &i, "--listen", &v) ||
+		    opt_value(argc, argv, &i, "--textfile", &v)) {
+			const char *name = o[2] == 'l' ? "--listen" : "--textfile";
 			if (!v || !*v)
-				return usage_error(msg, "watch %s: %s", o, v ? "an empty value"
+				return usage_error(msg, "watch %s: %s", name, v ? "an empty value"
 				                   : o[2] == 'l' ? "missing ADDR:PORT" : "missing PATH");
 			struct sockaddr_storage ss;
 			socklen_t len;
@@ -142,10 +145,9 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 				return usage_error(msg, "watch --listen %s: not an address and port (PORT, "
 				                   ":PORT, ADDR:PORT, [ADDR6]:PORT; PORT 1 to 65535)", v);
 			*(o[2] == 'l' ? &a->listen : &a->textfile) = v;
-			i++;
 		} else if (strcmp(o, "--apply") == 0) {
 			a->apply = 1;
-		} else if (strcmp(o, "--apply-netns") == 0) {
+		} else if (opt_value(argc, argv, &i, "--apply-netns", &v)) {
 			char err[200];
 			if (!v || !*v)
 				return usage_error(msg, "watch --apply-netns: %s", v ? "an empty value"
@@ -159,44 +161,37 @@ enum cli_status watch_parse(int argc, char **argv, struct watch_args *a, FILE *m
 			} else {
 				a->napply_netns++;
 			}
-			i++;
-		} else if (strcmp(o, "--journal") == 0) {
+		} else if (opt_value(argc, argv, &i, "--journal", &v)) {
 			if (!v || !*v)
 				return usage_error(msg, "watch --journal: %s", v ? "an empty value"
 				                   : "missing PATH");
 			a->journal = v;
-			i++;
-		} else if (strcmp(o, "--every") == 0) {
-			if (seconds_arg(o, v, 0.1, 3600, &a->every, msg) != CLI_GO)
+		} else if (opt_value(argc, argv, &i, "--every", &v)) {
+			if (seconds_arg("--every", v, 0.1, 3600, &a->every, msg) != CLI_GO)
 				return CLI_BAD;
-			i++;
-		} else if (strcmp(o, "--interval") == 0) {
-			if (seconds_arg(o, v, 0.01, 60, &a->interval, msg) != CLI_GO)
+		} else if (opt_value(argc, argv, &i, "--interval", &v)) {
+			if (seconds_arg("--interval", v, 0.01, 60, &a->interval, msg) != CLI_GO)
 				return CLI_BAD;
-			i++;
-		} else if (strcmp(o, "--window") == 0) {
-			if (seconds_arg(o, v, 0.1, 3600, &a->window, msg) != CLI_GO)
+		} else if (opt_value(argc, argv, &i, "--window", &v)) {
+			if (seconds_arg("--window", v, 0.1, 3600, &a->window, msg) != CLI_GO)
 				return CLI_BAD;
-			i++;
-		} else if (strcmp(o, "--seconds") == 0) {
-			if (seconds_arg(o, v, 0.1, 31536000, &a->seconds, msg) != CLI_GO)
+		} else if (opt_value(argc, argv, &i, "--seconds", &v)) {
+			if (seconds_arg("--seconds", v, 0.1, 31536000, &a->seconds, msg) != CLI_GO)
 				return CLI_BAD;
-			i++;
 		} else if (o[0] == '-' && o[1]) {
 			return usage_error(msg, "watch: unknown option %s (--listen ADDR:PORT, --textfile "
 			                   "PATH, --every, --interval, --window, --apply, --apply-netns, --journal PATH, "
 			                   "--seconds)", o);
 		} else if (a->ntargets == WATCH_MAX_TARGETS) {
 			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
-		} else if (o[0] == '/') {
-			a->targets[a->ntargets++] = o; /* a cgroup: looked up by watch_main */
+		} else if (parse_target(o, TARGET_PID | TARGET_PORT | TARGET_CGROUP, &t) != 0 ||
+		           (t.kind == TARGET_CGROUP && o[0] != '/')) {
+			/* (a cgroup as /proc/PID/cgroup writes it, or a directory of the mount: a
+			 * path from /) */
+			return usage_error(msg, "watch %s: not a pid, :PORT (:1 to :65535) or cgroup "
+			                   "(a path that begins with /)", o);
 		} else {
-			char *end;
-			long n = strtol(o[0] == ':' ? o + 1 : o, &end, 10);
-			if (*end || end == o + (o[0] == ':') || n < 1 || n > (o[0] == ':' ? 65535 : INT_MAX))
-				return usage_error(msg, "watch %s: not a pid, :PORT (:1 to :65535) or cgroup "
-				                   "(a path that begins with /)", o);
-			a->targets[a->ntargets++] = o;
+			a->targets[a->ntargets++] = o; /* a cgroup: looked up by watch_main */
 		}
 	}
 	if ((a->napply_netns || a->apply_netns_all) && !a->apply)

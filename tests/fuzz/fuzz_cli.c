@@ -1,6 +1,8 @@
-/* The command's argv parsing: parse_args of cli/args.c, linked as the command links it.
- * Its messages go to a stream on /dev/null (fd 2 stays for the sanitizers).  argv: the
- * input's NUL-separated words. */
+/* The command's argv parsing: parse_args of cli/args.c, linked as the command links it (a
+ * first word check or attach sets that mode, as their rows of cli/subcommands.c do), and
+ * every word read as a target (cli/target.c): what it accepts is in range.  Messages go to a
+ * stream on /dev/null (fd 2 stays for the sanitizers).  argv: the input's NUL-separated
+ * words. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,8 +32,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 	struct cli c;
 	memset(&c, 0, sizeof c);
-	enum cli_status r = parse_args(argc, argv, &c, fuzz_null);
+	int shift = 0;
+	if (argc > 1 && strcmp(argv[1], "check") == 0)
+		shift = c.check = 1;
+	else if (argc > 1 && strcmp(argv[1], "attach") == 0)
+		shift = c.attach = 1;
+	enum cli_status r = parse_args(argc - shift, argv + shift, &c, fuzz_null);
 	FUZZ_ASSERT(r == CLI_GO || r == CLI_HELP || r == CLI_VERSION || r == CLI_BAD);
+	for (int i = 1; i < argc; i++) {
+		struct target t;
+		if (parse_target(argv[i], TARGET_PID | TARGET_PORT | TARGET_CGROUP, &t) != 0)
+			continue;
+		FUZZ_ASSERT(t.kind == TARGET_CGROUP ? strchr(argv[i], '/') != NULL
+		            : t.kind == TARGET_PORT ? t.port >= 1 && t.port <= 65535 : t.pid >= 1);
+	}
 	free(buf);
 	return 0;
 }
