@@ -238,13 +238,25 @@ run_pub() {
 		"$CLI" doctor --seconds 2 --json "$SRV_PID" >"$TMP/$_n.json" 2>"$TMP/$_n.derr"
 		wait "$_c"
 		PUB_TRIES=$_try
-		[ "$(field "$(cat "$TMP/$_n.client")" over)" -ge 50 ] 2>/dev/null &&
-			{ [ -z "$PUB_WANT" ] || kinds "$TMP/$_n.json" | grep -qx "$PUB_WANT"; } && break
+		[ "$(field "$(cat "$TMP/$_n.client")" over)" -ge 50 ] 2>/dev/null || continue
+		PUB_STALLED=$((PUB_STALLED + 1))
+		{ [ -z "$PUB_WANT" ] || kinds "$TMP/$_n.json" | grep -qx "$PUB_WANT"; } && break
 	done
 	return 0
 }
-PUB_WANT=delayed-ack-client-nagle
-if run_pub 5 pub LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1; then
+PUB_WANT=delayed-ack-client-nagle PUB_STALLED=0
+PUB_RAN=""
+run_pub 5 pub LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 && PUB_RAN=1
+if [ -n "$PUB_RAN" ] && [ "$PUB_STALLED" = 0 ]; then
+	# a loaded machine's timers: no run's client stalled (over 20 ms in 50 of 200), so there was
+	# no stall for doctor to find (when one run did, doctor must find it, below)
+	for c in found evidence cured next_start; do
+		skip "doctor_client_nagle_$c" "no stall in $PUB_TRIES runs: the client's last count: \
+$(cat "$TMP/pub.client")"
+	done
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID" 2>/dev/null
+elif [ -n "$PUB_RAN" ]; then
 	k=$(kinds "$TMP/pub.json")
 	check doctor_client_nagle_found "runs: $PUB_TRIES; findings: $k; client: $(cat "$TMP/pub.client"); \
 $(json_get "$TMP/pub.json" connections.worst.0)" \
