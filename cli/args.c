@@ -241,14 +241,12 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 		}
 		if (strcmp(a, "--cgroup") == 0) {
 			if (c->check)
-				return usage_error(msg, "--cgroup: only for running a program or 'socktune "
-				                   "attach --cgroup'");
-			c->cgroup = 1;
+				c->check_cgroup = 1; /* the cgroup mode's policy judged; nothing run */
+			else
+				c->cgroup = 1;
 			continue;
 		}
 		if (strcmp(a, "--peer") == 0 || strncmp(a, "--peer=", 7) == 0) {
-			if (c->check)
-				return usage_error(msg, "--peer: only with --cgroup");
 			if (peer_arg(c, a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL, msg) != CLI_GO)
 				return CLI_BAD;
 			continue;

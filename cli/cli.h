@@ -47,6 +47,7 @@ struct cli {
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
 	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
 	int cgroup;                      /* socktune --cgroup PROGRAM (cgroup/run.c) */
+	int check_cgroup;                /* socktune check --cgroup: the cgroup mode's policy judged */
 	const char *cgroup_path;         /* --cgroup-path PATH */
 	int cgroup_root;                 /* attach --cgroup --cgroup-root: the whole host allowed */
 	struct cli_peer peer[CLI_MAX_PEERS]; /* --peer PREFIX... (the cgroup modes) */
@@ -233,7 +234,7 @@ struct report {
 
 int check_main(const struct cli *c, const struct st_policy *p);
 void check_help(FILE *f);
-int check_takes(int id); /* the policy options check takes: not those only --cgroup sets */
+int check_takes(int id); /* the policy options check takes (only --cgroup's: with --cgroup) */
 
 /* ---- attach.c, attachtune.c, service.c: socktune attach (attach.h) ---- */
 
