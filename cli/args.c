@@ -157,14 +157,12 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 		}
 		if (strcmp(a, "--cgroup") == 0) {
 			if (c->check)
-				return usage_error(msg, "--cgroup: only for running a program or 'socktune "
-				                   "attach --cgroup'");
-			c->cgroup = 1;
+				c->check_cgroup = 1; /* the cgroup mode's policy judged; nothing run */
+			else
+				c->cgroup = 1;
 			continue;
 		}
 		if (opt_value(argc, argv, &i, "--peer", &v)) {
-			if (c->check)
-				return usage_error(msg, "--peer: only with --cgroup");
 			if (peer_arg(c, v, msg) != CLI_GO)
 				return CLI_BAD;
 			continue;

@@ -47,6 +47,7 @@ struct cli {
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
 	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
 	int cgroup;                      /* socktune --cgroup PROGRAM (cgroup/run.c) */
+	int check_cgroup;                /* socktune check --cgroup: the cgroup mode's policy judged */
 	const char *cgroup_path;         /* --cgroup-path PATH */
 	int cgroup_root;                 /* attach --cgroup --cgroup-root: the whole host allowed */
 	struct cli_peer peer[CLI_MAX_PEERS]; /* --peer PREFIX... (the cgroup modes) */
@@ -262,6 +263,29 @@ struct memory {
 	long long tcp_mem_pages, page;
 };
 
+/* routepath.c: what decides a connection's start with a --route address, one entry per
+ * metric (PATH_*): the route's value, the kernel's without it, and under check --cgroup what
+ * the cgroup mode's program sets and whether that is what the connection gets. */
+enum { PATH_INITCWND, PATH_INITRWND, PATH_CONGCTL, PATH_RTO_MIN, PATH_COUNT };
+struct path_value {
+	int set, locked;         /* the route has it; with its lock bit */
+	long long num;           /* initcwnd, initrwnd: segments; rto_min: us */
+	char name[ST_NAME_MAX];  /* congctl */
+	long long kernel_num;    /* without the route's: initrwnd in bytes, at most */
+	char kernel_name[ST_NAME_MAX];
+	int cg;                  /* the program sets it (check --cgroup and the option) */
+	long long cg_num;
+	char cg_name[ST_NAME_MAX];
+	int wins;                /* with cg: a connection with addr gets the program's */
+};
+struct route_path {
+	int cgroup;              /* judged for check --cgroup */
+	int peer_match;          /* addr is in a --peer prefix (1 without --peer) */
+	char scope[600];         /* the program's connections, in words */
+	char peers[400];         /* --peer's prefixes ("" none) */
+	struct path_value v[PATH_COUNT];
+};
+
 /* route.c: the route the kernel would send to addr by, and its fix when it lacks quickack. */
 struct route_result {
 	const char *addr;  /* as given */
@@ -272,6 +296,7 @@ struct route_result {
 	char spec[400];    /* the route in ip's words */
 	char fix[600];
 	char error[160];
+	struct route_path path; /* routepath.c's, once found */
 };
 int route_lookup(const char *addr, struct route_result *out);
 
@@ -288,6 +313,11 @@ struct cgmode {
 struct say; /* checksay.h */
 void cgmode_read(const char *path, struct cgmode *m);
 void cgmode_say(struct say *s, const struct cgmode *m);
+/* routepath.c: r's path metrics judged (c: --cgroup and --peer; p: the policy; h: the
+ * host's defaults), and said under r's object of the routes */
+void route_path_judge(struct route_result *r, const struct cli *c, const struct st_policy *p,
+                      const struct host *h);
+void route_path_say(struct say *s, const struct route_path *rp, const char *addr);
 
 struct report {
 	const struct host *h;
@@ -301,7 +331,7 @@ struct report {
 
 int check_main(const struct cli *c, const struct st_policy *p);
 void check_help(FILE *f);
-int check_takes(int id); /* the policy options check takes: not those only --cgroup sets */
+int check_takes(int id); /* the policy options check takes (only --cgroup's: with --cgroup) */
 
 /* ---- attach.c, attachtune.c, service.c: socktune attach (attach.h) ---- */
 

@@ -157,6 +157,28 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CHK_ROUTE, "route", REC_STR, "check --route: the route in ip's words")                     \
 	X(CHK_QUICKACK, "quickack", REC_BOOL,                                                  \
 	  "quick-ack: armed on the socket (the log); the route carries quickack 1 (check --route)")         \
+	X(CHK_ROUTE_INITCWND, "route_initcwnd", REC_INT, "check --route: the route's initcwnd, in segments; null: unset") \
+	X(CHK_ROUTE_INITCWND_LOCKED, "route_initcwnd_locked", REC_BOOL, "check --route: the route locks initcwnd (which changes nothing: a socket's TCP_BPF_IW still wins)") \
+	X(CHK_KERNEL_INITCWND, "kernel_initcwnd", REC_INT, "check --route: the initial congestion window without a route's or a program's, in segments") \
+	X(CHK_CGROUP_INITCWND, "cgroup_initcwnd", REC_INT, "check --cgroup --route: the initcwnd the cgroup mode's program sets; null: it sets none") \
+	X(CHK_CGROUP_INITCWND_WINS, "cgroup_initcwnd_wins", REC_BOOL, "check --cgroup --route: a connection with addr gets the program's initcwnd (false: addr is outside --peer); null: it sets none") \
+	X(CHK_ROUTE_INITRWND, "route_initrwnd", REC_INT, "check --route: the route's initrwnd, in segments (it can only lower the kernel's window); null: unset") \
+	X(CHK_ROUTE_INITRWND_LOCKED, "route_initrwnd_locked", REC_BOOL, "check --route: the route locks initrwnd (which changes nothing: the program's RWND_INIT still wins)") \
+	X(CHK_KERNEL_INITRWND_BYTES, "kernel_initrwnd_bytes", REC_INT, "check --route: the most the initial receive window offers without a route's or a program's (the SYN-ACK's 16-bit window)") \
+	X(CHK_CGROUP_INITRWND, "cgroup_initrwnd", REC_INT, "check --cgroup --route: the initrwnd the cgroup mode's program answers RWND_INIT with, in segments; null: none") \
+	X(CHK_CGROUP_INITRWND_WINS, "cgroup_initrwnd_wins", REC_BOOL, "check --cgroup --route: a connection with addr gets the program's initrwnd (false: addr is outside --peer); null: it sets none") \
+	X(CHK_ROUTE_CONGCTL, "route_congctl", REC_STR, "check --route: the route's congestion control (congctl); null: unset") \
+	X(CHK_ROUTE_CONGCTL_LOCKED, "route_congctl_locked", REC_BOOL, "check --route: the route locks congctl: the kernel refuses TCP_CONGESTION on its connections (EPERM), a program's too") \
+	X(CHK_KERNEL_CONGCTL, "kernel_congctl", REC_STR, "check --route: the congestion control without a route's (net.ipv4.tcp_congestion_control)") \
+	X(CHK_CGROUP_CONGCTL, "cgroup_congctl", REC_STR, "check --cgroup --route: the congestion control the cgroup mode's program sets; null: none") \
+	X(CHK_CGROUP_CONGCTL_WINS, "cgroup_congctl_wins", REC_BOOL, "check --cgroup --route: a connection with addr gets the program's congestion control (false: the route locks congctl, or addr is outside --peer); null: it sets none") \
+	X(CHK_ROUTE_RTO_MIN_US, "route_rto_min_us", REC_INT, "check --route: the route's rto_min; null: unset") \
+	X(CHK_ROUTE_RTO_MIN_LOCKED, "route_rto_min_locked", REC_BOOL, "check --route: the route locks rto_min (ip always does): it replaces every socket's; unlocked, the kernel ignores it") \
+	X(CHK_KERNEL_RTO_MIN_US, "kernel_rto_min_us", REC_INT, "check --route: the least RTO without a route's or a socket's (net.ipv4.tcp_rto_min_us, else 200 ms)") \
+	X(CHK_CGROUP_RTO_MIN_US, "cgroup_rto_min_us", REC_INT, "check --cgroup --route: the rto_min the cgroup mode's program sets; null: none") \
+	X(CHK_CGROUP_RTO_MIN_WINS, "cgroup_rto_min_wins", REC_BOOL, "check --cgroup --route: a connection with addr gets the program's rto_min (false: the route locks rto_min, or addr is outside --peer); null: it sets none") \
+	X(CHK_CGROUP_PEER_MATCH, "cgroup_peer_match", REC_BOOL, "check --cgroup --route: addr is in one of --peer's prefixes (true without --peer); null: without --cgroup") \
+	X(CHK_CGROUP_SCOPE, "cgroup_scope", REC_STR, "check --cgroup --route: the connections the cgroup mode's program tunes (--ports, --client, --peer), in words; null: without --cgroup") \
 	X(CHK_CONFIGURED, "configured", REC_INT, "check: values configured")                         \
 	X(CHK_NOT_IN_FULL, "not_in_full", REC_INT, "check: of those, values not in effect in full")  \
 	/* ---- attach ---- */                                                                  \

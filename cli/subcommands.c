@@ -20,8 +20,8 @@
 const struct subcommand subcommands[] = {
 	{"check", "what this host will grant for the same options, and why",
 	 check_help, check_parse, check_run, sizeof(struct policy_args), SUB_JSON | SUB_POLICY,
-	 (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup-path PATH", "--help",
-	                       NULL}, check_takes},
+	 (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup", "--peer PREFIX",
+	                       "--cgroup-path PATH", "--help", NULL}, check_takes},
 	{"attach", "tune a server that is already running, from outside (--cgroup: the kernel "
 	 "tunes its next connections)",
 	 attach_help, attach_parse, attach_run, sizeof(struct policy_args),

@@ -114,8 +114,8 @@ void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n);
  * ACK, no per-receive cost, established connections included from their next segment.  What
  * counts for a server is its route back to each client's address (on loopback, 127.0.0.1's
  * own /32 route in the local table, not 127.0.0.0/8). */
-enum { ST_RTAX_LOCK = 1, ST_RTAX_FEATURES = 12, ST_RTAX_RTO_MIN = 13, ST_RTAX_QUICKACK = 15,
-       ST_RTAX_CC_ALGO = 16, ST_RTAX_COUNT = 18 };
+enum { ST_RTAX_LOCK = 1, ST_RTAX_INITCWND = 11, ST_RTAX_FEATURES = 12, ST_RTAX_RTO_MIN = 13,
+       ST_RTAX_INITRWND = 14, ST_RTAX_QUICKACK = 15, ST_RTAX_CC_ALGO = 16, ST_RTAX_COUNT = 18 };
 /* What a route carries that no command st_fix_route_quickack writes can repeat. */
 enum { ST_R_MULTIPATH = 1, ST_R_ENCAP = 2, ST_R_VIA = 4, ST_R_METRIC = 8, ST_R_EXPIRES = 16,
        ST_R_NODEV = 32 };

@@ -1,6 +1,6 @@
 /* Which options socktune --cgroup sets (the table's sockops column) and the refusals: under
- * --cgroup an option the program cannot set, with the mode that sets it; in every other mode
- * an option only the program sets. */
+ * --cgroup (and check --cgroup) an option the program cannot set, with the mode that sets it;
+ * in every other mode an option only the program sets. */
 #include <stdio.h>
 #include <string.h>
 
@@ -69,16 +69,20 @@ static const char *refused(int id, int attach)
 
 enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *msg)
 {
+	int cgroup = c->cgroup || c->check_cgroup; /* check --cgroup: the same policy, judged */
 	for (int id = 0; id < ST_V_COUNT; id++) {
 		if (!st_has(p, (enum st_var_id)id))
 			continue;
 		const char *how = c->given[id] ? "--" : st_vars[id].env;
 		const char *name = c->given[id] ? st_vars[id].option : "";
-		if (!c->cgroup && st_cgroup_only(id))
-			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: run the "
-			                   "program under socktune --cgroup%s (socktune --help)",
-			                   how, name, c->check || c->attach ? "" : " instead");
-		const char *why = c->cgroup ? refused(id, c->attach) : NULL;
+		if (!cgroup && st_cgroup_only(id))
+			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: %s",
+			                   how, name, c->check ? "check it with socktune check --cgroup"
+			                   : c->attach ? "run the program under socktune --cgroup (socktune "
+			                                 "--help)"
+			                               : "run the program under socktune --cgroup instead "
+			                                 "(socktune --help)");
+		const char *why = cgroup ? refused(id, c->attach) : NULL;
 		if (why)
 			return usage_error(msg, "--cgroup: %s%s: %s", how, name, why);
 	}
@@ -107,7 +111,7 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 			                   "sock_ops program sets (--initcwnd 40, --delack-max 5ms, "
 			                   "--rcvbuf 256K; socktune --help)");
 	}
-	if (c->npeers && !c->cgroup)
+	if (c->npeers && !cgroup)
 		return usage_error(msg, "--peer: only with --cgroup (the sock_ops program compares "
 		                   "each connection's peer)");
 	return CLI_GO;

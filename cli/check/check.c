@@ -298,6 +298,10 @@ static void check_one(struct verdict *v, const struct st_policy *p, const struct
 		snprintf(v->why, sizeof v->why, "ok (nothing the host decides)");
 	} else if (v->id == ST_V_CONGESTION) {
 		check_congestion(v, p, h);
+	} else if (st_cgroup_only(v->id)) {
+		/* (given with check --cgroup only: no probe socket shows a sock_ops program's value) */
+		snprintf(v->why, sizeof v->why, "ok (no limit of this host: the cgroup mode's program "
+		         "sets it on each new connection; a route's: --route ADDR)");
 	} else if (v->id == ST_V_KEEPALIVE) {
 		check_keepalive(v, p);
 	} else if (v->id == ST_V_FASTOPEN && v->want > 0) {
@@ -356,7 +360,8 @@ int check_main(const struct cli *c, const struct st_policy *p)
 	for (int i = 0; i < n; i++)
 		not_full += !V_IN_FULL(v[i].status);
 	for (int i = 0; i < c->nroutes && i < CLI_MAX_ROUTES; i++)
-		route_lookup(c->route[i], &routes[i]);
+		if (route_lookup(c->route[i], &routes[i]) == 0)
+			route_path_judge(&routes[i], c, p, &h);
 	struct cgmode cg;
 	cgmode_read(c->cgroup_path, &cg);
 	struct report r = {.h = &h, .cg = &cg, .v = v, .n = n, .not_full = not_full, .m = &m,
@@ -369,13 +374,15 @@ int check_main(const struct cli *c, const struct st_policy *p)
 
 int check_takes(int id)
 {
-	return !st_cgroup_only(id); /* (a probe socket cannot show what a sock_ops program sets) */
+	(void)id; /* every one: those only the cgroup mode sets with --cgroup (cg_check) */
+	return 1;
 }
 
 void check_help(FILE *f)
 {
 	fprintf(f,
 	        "usage: socktune check [OPTIONS] [--json] [--strict] [--route ADDR]...\n"
+	        "                      [--cgroup [--peer PREFIX]...]\n"
 	        "\n"
 	        "Shows what this host will grant for the options given here and the SOCKTUNE_*\n"
 	        "variables of the environment, and why (a limit, a missing capability, an old\n"
@@ -385,11 +392,19 @@ void check_help(FILE *f)
 	fprintf(f, "\nCommand options:\n");
 	help_entry(f, "--json", "print JSON", NULL);
 	help_entry(f, "--strict", "exit 1 unless every configured value takes effect in full", NULL);
-	char route[200];
+	char route[300];
 	snprintf(route, sizeof route, "the route this host sends to ADDR by (IPv4 or IPv6; up to "
-	         "%d) and whether it has quickack 1, with the ip route change that adds it",
-	         CLI_MAX_ROUTES);
+	         "%d): whether it has quickack 1, with the ip route change that adds it, and its "
+	         "initcwnd, initrwnd, congctl and rto_min, or the kernel's default", CLI_MAX_ROUTES);
 	help_entry(f, "--route ADDR", route, NULL);
+	help_entry(f, "--cgroup", "judge the policy as the cgroup mode's (socktune --cgroup): it "
+	           "takes the options only that mode sets, refuses those it cannot set, and each "
+	           "--route says what its program sets instead of the route's and whether a "
+	           "connection with ADDR gets it", NULL);
+	char peer[200];
+	snprintf(peer, sizeof peer, "with --cgroup: the program tunes only connections whose peer "
+	         "is in PREFIX (up to %d); --route says whether ADDR is", CLI_MAX_PEERS);
+	help_entry(f, "--peer PREFIX", peer, NULL);
 	help_entry(f, "--cgroup-path PATH", "whether the cgroup mode can use that directory "
 	           "(default: the cgroup v2 mount)", NULL);
 	help_entry(f, "--help, --version", "", NULL);

@@ -1,6 +1,6 @@
 /* socktune check's output: the host, a line per configured value, the memory a full set of
- * connections may hold against net.ipv4.tcp_mem, and the routes of --route; text and JSON
- * from one walk (checksay.h). */
+ * connections may hold against net.ipv4.tcp_mem, and the routes of --route (their path
+ * metrics: routepath.c); text and JSON from one walk (checksay.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +192,7 @@ static void say_routes(struct say *s, const struct route_result *rr, int n)
 		say_close(s);
 		say_str(s, K_NOTE, x->fixable ? "    # %s\n" : "    fix: %s\n",
 		        x->quickack ? NULL : x->fixable ? ST_NOTE_ROUTE_QUICKACK : x->fix);
+		route_path_say(s, &x->path, x->addr);
 		say_close(s);
 	}
 	say_close(s);
