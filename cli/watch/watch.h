@@ -82,6 +82,7 @@ struct watch_ns {
 	long long w_start[3];       /* ListenOverflows, ListenDrops, TCPSynRetrans at the window's
 	                             * start (-1 unknown) */
 	long long somaxconn;        /* -2: not read yet */
+	long long passive_opens;    /* Tcp PassiveOpens now (/proc/PID/net/snmp); -1 unreadable */
 };
 
 /* ---- watchfind.c: doctor's accept-queue rules over each window ---- */

@@ -18,7 +18,7 @@
 enum scope { S_LISTENER, S_NETNS, S_FINDING, S_WATCH };
 enum metric {
 	M_UP, M_QUEUE, M_PEAK, M_BACKLOG, M_DROPS, M_RCVBUF, M_SNDBUF, M_SOCKETS, M_CONNS,
-	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_LISTENERS, M_FINDING,
+	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_PASSIVE, M_NS_LISTENERS, M_FINDING,
 	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
 	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
 	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS, M_C_EVERY_MAX, M_C_AGE,
@@ -44,6 +44,10 @@ static const struct prom_family families[] = {
 	 "TcpExt ListenOverflows: connections an accept queue of the namespace had no room for"},
 	{M_NS_DROPS, S_NETNS, "socktune_netns_listen_drops_total", "counter",
 	 "TcpExt ListenDrops: connection attempts the namespace's listeners dropped"},
+	{M_NS_PASSIVE, S_NETNS, "socktune_netns_passive_opens_total", "counter",
+	 "Tcp PassiveOpens: connections the namespace's listeners completed the handshake for, "
+	 "counted by the kernel as it makes each, however short its life (a sample of the open "
+	 "ones misses those): its rate is the connections opened per second"},
 	{M_NS_LISTENERS, S_NETNS, "socktune_netns_listeners", "gauge",
 	 "listeners watched in the namespace"},
 	{M_FINDING, S_FINDING, "socktune_finding", "gauge",
@@ -261,7 +265,9 @@ static void family_samples(FILE *out, const struct prom_family *f, const struct 
 				for (int j = 0; j < w->nl; j++)
 					v += shown(&w->l[j]) && w->l[j].up && w->l[j].ns_ino == ns->ino;
 			} else {
-				v = f->key == M_NS_OVERFLOWS ? ns->overflows : ns->drops;
+				v = f->key == M_NS_OVERFLOWS ? ns->overflows
+				    : f->key == M_NS_DROPS   ? ns->drops
+				                             : ns->passive_opens;
 			}
 			if (v < 0)
 				continue; /* (unreadable: no sample rather than a wrong one) */
