@@ -81,6 +81,7 @@ struct watch_ns {
 	long long w_start[3];       /* ListenOverflows, ListenDrops, TCPSynRetrans at the window's
 	                             * start (-1 unknown) */
 	long long somaxconn;        /* -2: not read yet */
+	long long passive_opens;    /* Tcp PassiveOpens now (/proc/PID/net/snmp); -1 unreadable */
 };
 
 /* ---- watchfind.c: doctor's accept-queue rules over each window ---- */
@@ -106,6 +107,15 @@ struct watch_finding {
 };
 
 /* ---- watch.c: the listeners ---- */
+
+/* The quantiles of a listener's connections' RTTs exported (watchconn.c's table): q = num
+ * / den, by nearest rank, so that each is one connection's */
+#define WATCH_RTT_QS 4
+struct watch_quantile {
+	unsigned num, den;
+	const char *label;
+};
+extern const struct watch_quantile watch_rtt_quantiles[WATCH_RTT_QS];
 
 struct watch_listener {
 	int used;
@@ -144,6 +154,14 @@ struct watch_listener {
 	int conns_known;
 	int conn_round;        /* counted by the connection round under way */
 	double conns_at;       /* when conns was counted */
+	/* the path as its connections saw it at the same sample (watchconn.c): their smoothed
+	 * RTTs ranked (rtt_n of them had one, rtt_ranked of those were ranked between the
+	 * least and the most), lifetime segments sent and retransmitted, and their queues'
+	 * memory (rmem_alloc, wmem_queued) summed */
+	struct watch_path {
+		uint32_t rtt_us[WATCH_RTT_QS];
+		unsigned long long rtt_n, rtt_ranked, segs_out, retrans, rmem, wmem;
+	} path;
 	int doc_index;         /* its index in the window's record being judged, -1 none */
 	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };

@@ -3,7 +3,7 @@
  * one sock_diag socket made inside it (diag_open: setns, CAP_SYS_ADMIN for another's), kept
  * while a process is in it: the socket alone would keep a namespace alive after its last
  * process, so it is closed when no process is left there.  Its counters are read from
- * /proc/PID/net/netstat of a process in it. */
+ * /proc/PID/net/netstat (TcpExt) and /proc/PID/net/snmp (Tcp) of a process in it. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -46,7 +46,7 @@ static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long
 	ns->ino = ino;
 	ns->pid = ino == mine ? 0 : pid;
 	ns->seen = 1;
-	ns->overflows = ns->drops = -1;
+	ns->overflows = ns->drops = ns->passive_opens = -1;
 	ns->w_start[0] = ns->w_start[1] = ns->w_start[2] = -1; /* (its first window is not judged) */
 	ns->somaxconn = -2;
 	ns->nl = diag_open(ns->pid);
@@ -168,22 +168,28 @@ void watch_scan_ns(struct watch *w)
 	w->nns = kept;
 }
 
-static long long counter(int pid, const char *name)
+/* A counter of pid's namespace: file "netstat" (TcpExt) or "snmp" (Tcp), line prefix */
+static long long counter(int pid, const char *file, const char *prefix, const char *name)
 {
 	char path[64];
 	if (pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/net/netstat", pid);
+		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
 	else
-		snprintf(path, sizeof path, "/proc/thread-self/net/netstat");
-	long long v = st_proc_counter(path, "TcpExt:", name);
+		snprintf(path, sizeof path, "/proc/thread-self/net/%s", file);
+	long long v = st_proc_counter(path, prefix, name);
 	return v < 0 ? -1 : v;
 }
 
 void watch_ns_counters(struct watch *w)
 {
 	for (int k = 0; k < w->nns; k++) {
-		w->ns[k].overflows = counter(w->ns[k].pid, "ListenOverflows");
-		w->ns[k].drops = counter(w->ns[k].pid, "ListenDrops");
+		struct watch_ns *ns = &w->ns[k];
+		ns->overflows = counter(ns->pid, "netstat", "TcpExt:", "ListenOverflows");
+		ns->drops = counter(ns->pid, "netstat", "TcpExt:", "ListenDrops");
+		/* every connection a listener of the namespace completed the handshake for (the
+		 * kernel counts it as it makes the child socket, accepted or not, however short
+		 * its life): the churn a periodic dump of the open ones cannot see */
+		ns->passive_opens = counter(ns->pid, "snmp", "Tcp:", "PassiveOpens");
 	}
 }
 
