@@ -41,6 +41,9 @@ struct cli_peer {
 	unsigned char addr[16];
 	int len;    /* the prefix length in bits */
 };
+/* (peer.c) Whether the remote address (family, addr) is in one of peers, as the cgroup mode's
+ * program matches it. */
+int peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned char *addr);
 
 struct cli {
 	int check, json, strict;

@@ -158,7 +158,7 @@ static int app_tuned(const struct app_sock *c, int copy, int outgoing)
 	unsigned port = outgoing ? c->peer_port : c->port;
 	if (st_has(app.p, id) && !st_port_in(outgoing ? app.p->client_ports : app.p->ports, port))
 		return 0;
-	return !app.npeers || cg_peer_in(app.peers, app.npeers, c->family, c->peer);
+	return !app.npeers || peer_in(app.peers, app.npeers, c->family, c->peer);
 }
 
 static int app_listed(const unsigned long long *v, int n, unsigned long long cookie)

@@ -30,7 +30,6 @@
 #include "socktune_host.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
 #include "checksay.h"
 #include "cli.h"
 
@@ -149,7 +148,7 @@ void route_path_judge(struct route_result *r, const struct cli *c, const struct 
 		unsigned char b[16];
 		scope_words(c, p, rp);
 		if (c->npeers && addr_bytes(r->addr, &family, b) == 0)
-			rp->peer_match = cg_peer_in(c->peer, c->npeers, family, b);
+			rp->peer_match = peer_in(c->peer, c->npeers, family, b);
 	}
 	for (int m = 0; m < PATH_COUNT; m++) {
 		const struct path_row *row = &rows[m];
@@ -176,8 +175,8 @@ void route_path_judge(struct route_result *r, const struct cli *c, const struct 
 		 * sets on accepted connections and, with --client, outgoing ones) */
 		long long want = 0;
 		v->cg = rp->cgroup && st_has(p, row->id) &&
-		        (cg_sets(p, row->id, 0, &want) ||
-		         (st_on(p, ST_V_CLIENT) && cg_sets(p, row->id, 1, &want)));
+		        (st_sockops_sets(p, row->id, 0, &want) ||
+		         (st_on(p, ST_V_CLIENT) && st_sockops_sets(p, row->id, 1, &want)));
 		if (!v->cg)
 			continue;
 		if (row->flags & P_NAME)
