@@ -19,7 +19,7 @@
  *   g  a response of N bytes, then close
  *   h  a 3-byte answer, then close (a connect burst's request)
  * After each connection, one line on stdout, from the server's end (TCP_INFO):
- *   CONN req=t cc=cubic cwnd0=10 total_retrans=0 snd_mss=1448
+ *   CONN req=t n=46080 ok=1 peer=198.18.0.1 cc=cubic cwnd0=10 total_retrans=0 snd_mss=1448
  * cwnd0 read at accept, before anything was sent: the initial window it got.
  *
  * It knows nothing of socktune: bench/paths.sh runs it plain, preloaded, or in the cgroup
@@ -104,6 +104,8 @@ static int write_stream(int fd, long n)
 static void *serve(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
+	struct timeval tv = {.tv_sec = 30}; /* a request that never comes ends the thread */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	struct tcp_info ti;
 	socklen_t tl = sizeof ti;
 	memset(&ti, 0, sizeof ti);
@@ -111,9 +113,10 @@ static void *serve(void *arg)
 	unsigned cwnd0 = ti.tcpi_snd_cwnd;
 	char req[REQ_LEN + 1] = {0};
 	int rc = -1;
+	long n = -1;
 	if (read_full(fd, req, REQ_LEN) == 0) {
 		char *end;
-		long n = strtol(req + 1, &end, 10);
+		n = strtol(req + 1, &end, 10);
 		if (end == req + REQ_LEN && n >= 0) {
 			if (req[0] == 't')
 				rc = write_bytes(fd, n, 1);
@@ -125,14 +128,20 @@ static void *serve(void *arg)
 				rc = write_all(fd, "ok\n", 3);
 		}
 	}
-	char cc[16] = "?";
+	char cc[16] = "?", peer[INET6_ADDRSTRLEN] = "?";
 	socklen_t cl = sizeof cc - 1;
 	getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		inet_ntop(ss.ss_family, ss.ss_family == AF_INET6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+		                                                : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
+		          peer, sizeof peer);
 	tl = sizeof ti;
 	getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
 	/* (one printf: the stream's lock keeps the threads' lines whole) */
-	printf("CONN req=%c ok=%d cc=%s cwnd0=%u total_retrans=%u snd_mss=%u\n", req[0] ? req[0] : '-',
-	       rc == 0, cc, cwnd0, ti.tcpi_total_retrans, ti.tcpi_snd_mss);
+	printf("CONN req=%c n=%ld ok=%d peer=%s cc=%s cwnd0=%u total_retrans=%u snd_mss=%u\n",
+	       req[0] ? req[0] : '-', n, rc == 0, peer, cc, cwnd0, ti.tcpi_total_retrans, ti.tcpi_snd_mss);
 	close(fd);
 	return NULL;
 }
