@@ -81,7 +81,7 @@ for fam in 4 6; do
 		"$(at_most "$(field "$w" rt_p50)" 2.2 && echo ok)" = ok
 done
 # the server's end, at accept: tcpi_snd_cwnd (each connection's line: 8 of them)
-cw() { grep '^CONN req=t ok=1 ' "$1" | sed -n 's/.* cwnd0=\([0-9]*\).*/\1/p' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'; }
+cw() { grep "^CONN req=t n=$PREAMBLE ok=1 " "$1" | sed -n 's/.* cwnd0=\([0-9]*\).*/\1/p' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'; }
 check server_cwnd_at_accept "initial windows (cwnd:connections): plain $(cw "$TMP/plain.out")(want 10:8), cgroup $(cw "$TMP/iw.out")(want 40:8)" \
 	"$(cw "$TMP/plain.out")" = "10:8 " -a "$(cw "$TMP/iw.out")" = "40:8 "
 
