@@ -253,8 +253,8 @@ for v in $C7_V; do
 	cat "$OUT/c7-$v"-*.us >"$OUT/c7-$v.us"
 done
 # what the kernel kept of 5ms (rounded up to a jiffy), from the library's listen lines
-C7_KEPT=$(sed -n 's/.* \(delack_max.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
-C7_KEPT="$C7_KEPT $(sed -n 's/.* \(rto_min.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dmrto.*.log 2>/dev/null | head -n 1)"
+C7_KEPT=$(sed -n 's/.* \(delack_max_us.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
+C7_KEPT="$C7_KEPT $(sed -n 's/.* \(rto_min_us.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dmrto.*.log 2>/dev/null | head -n 1)"
 
 # Syscalls per request and setsockopt per receive: each variant's server under strace -f (every
 # syscall), for two numbers of requests on one connection; the difference leaves out start-up,
