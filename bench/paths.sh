@@ -50,7 +50,7 @@ path_up() {
 	PE_PID=$!
 	echo "$PE_PID" >>"$OUT/pids"
 	_i=0
-	while [ $_i -lt 100 ] && ! grep -q '^READY ' "$OUT/pe-$_pn.out"; do
+	while [ $_i -lt 100 ] && ! grep -qs '^READY ' "$OUT/pe-$_pn.out"; do
 		sleep 0.05
 		_i=$((_i + 1))
 	done
@@ -74,11 +74,11 @@ srv() {
 	echo "$LAST" >>"$OUT/pids"
 	eval "srv_$(echo "$_sn" | tr -c 'a-zA-Z0-9\n' _)=$LAST"
 	_i=0
-	while [ $_i -lt 200 ] && ! grep -q "^PORT $_sp" "$OUT/$_sn.out"; do
+	while [ $_i -lt 200 ] && ! grep -qs "^PORT $_sp" "$OUT/$_sn.out"; do
 		sleep 0.05
 		_i=$((_i + 1))
 	done
-	grep -q "^PORT $_sp" "$OUT/$_sn.out" || note "paths: $_sn did not start: $(head -c 300 "$OUT/$_sn.out")"
+	grep -qs "^PORT $_sp" "$OUT/$_sn.out" || note "paths: $_sn did not start: $(head -c 300 "$OUT/$_sn.out")"
 }
 srv_pid() { eval "echo \$srv_$(echo "$1" | tr -c 'a-zA-Z0-9\n' _)"; }
 CGV="env -u SOCKTUNE_LOG_FILE $CLI --cgroup" # (the library's log file: refused by the mode)
@@ -371,11 +371,12 @@ paths_rows() {
 	nt=$((P_TOKEN_N * P_TOKEN_ROUNDS))
 	for r in $P_RTTS; do
 		ft=$(floor_us "$r" 2 $((PREAMBLE + 20)))
+		frt=$(awk -v f="$ft" -v r="$r" 'BEGIN { printf "%.2f", f / (r * 1000) }') # (in round trips)
 		for v in $([ -z "$P_CG_SKIP" ] && echo iw32 iw40); do
 			t="first token after a 45 KB preamble, new connection: --cgroup --initcwnd ${v#iw}"
 			echo "$t|mean of $nt (ms)|$r|pt.mean.r$r|plain|$v|ms|$ft"
 			echo "$t|p99 of $nt (ms)|$r|pt.p99.r$r|plain|$v|ms|$ft"
-			echo "$t|round trips (median of time / tcpi_min_rtt)|$r|pt.rt.r$r|plain|$v|f|2"
+			echo "$t|round trips (median of time / tcpi_min_rtt)|$r|pt.rt.r$r|plain|$v|f|$frt"
 			echo "$t|flights of data (median)|$r|pt.flights.r$r|plain|$v|n|1"
 			echo "$t|initial window, server's end (tcpi_snd_cwnd at accept)|$r|pt.cwnd0.r$r|plain|$v|n|-"
 		done
@@ -418,10 +419,9 @@ paths_rows_loss() {
 				k=pl.us.r$r.l$lt.s$s f=$(floor_us "$r" 2 "$s")
 				t="loss $l%, $(size_name "$s") response, new connection"
 				echo "$t: --congestion bbr|time to the last byte (s)|$r|$k|cubic|bbr|s|$f"
-				echo "$t: --congestion bbr|server's retransmitted segments|$r|pl.retr.r$r.l$lt.s$s|cubicfar|bbrfar|n|-"
+				echo "$t: --congestion bbr|server's retransmitted segments (transfers completed)|$r|pl.retr.r$r.l$lt.s$s|cubicfar|bbrfar|n|-"
 				[ -n "$P_CG_SKIP" ] && continue
 				echo "$t: --cgroup --peer 198.18.0.0/24 --congestion bbr, far client|time to the last byte (s)|$r|$k|cubic|peer|s|$f"
-				echo "$t: --cgroup --peer 198.18.0.0/24 --congestion bbr, near client (veth)|time to the last byte (ms)|$r|$k|cubicnear|peernear|ms|-"
 			done
 		done
 	done
@@ -483,4 +483,12 @@ paths_table() {
 		k = (v == "cubic" ? "plain (cubic)" : v == "bbr" ? "--congestion bbr" : "--cgroup --peer 198.18.0.0/24 --congestion bbr") ", " w
 		c = $0; sub(/.* cc=/, "", c); sub(/ .*/, "", c); n[k, c]++; keys[k] = 1; ccs[c] = 1 }
 		END { for (k in keys) { s = ""; for (c in ccs) if (n[k, c]) s = s (s == "" ? "" : ", ") c " " n[k, c]; print "- " k ": " s } }' "$@" | sort
+	# the near client's transfers (veth: no delay, no loss), every RTT and loss together
+	for s in $P_SIZES; do
+		for v in cubicnear peernear; do
+			grep "^pl\.r[0-9]*\.l[0-9]*\.s$s $v " "$OUT/lines" | sed -n 's/.* us=\([0-9]*\).*/\1/p' >"$OUT/pl-$v-$s.us"
+		done
+		set -- $(stats "$OUT/pl-cubicnear-$s.us" 1) $(stats "$OUT/pl-peernear-$s.us" 1)
+		[ "$5" -gt 0 ] && echo "- the near client's $(size_name "$s") responses, median of $5 (ms): plain $(awk -v x="$2" 'BEGIN { printf "%.2f", x / 1000 }'), under --peer $(awk -v x="$7" 'BEGIN { printf "%.2f", x / 1000 }')"
+	done
 }
