@@ -91,15 +91,12 @@ pc() {
 	pline=$(in_ns "$_pns" $RT "$@")
 	echo "$_pk $_pv $pline" >>"$OUT/lines"
 }
-# tcpext NS KEY...: TcpExt counters of namespace NS
+# tcpext NS KEY...: TcpExt counters of namespace NS (run.sh's netstat_tcpext there)
 tcpext() {
-	_ns=$1
+	NSX="nsenter --net=/run/netns/$1"
 	shift
-	in_ns "$_ns" cat /proc/net/netstat | awk -v keys="$*" '
-		$1 == "TcpExt:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
-		$1 == "TcpExt:" && h { n = split(keys, k, " "); s = "";
-			for (j = 1; j <= n; j++) s = s (j > 1 ? " " : "") (k[j] in col ? $col[k[j]] : 0);
-			print s; exit }'
+	netstat_tcpext "$@"
+	NSX=""
 }
 # stats FILE COLUMN: "mean p50 p99 max n" of a column of numbers (microseconds)
 stats() {

@@ -197,15 +197,17 @@ static int mode_token(const char *host, int port, long bytes, long n, long spaci
 				done++;
 				if (k->state == 4 || !k->last_ts) {
 					failed++;
-					continue;
+				} else {
+					us[ok] = (k->last_ts - k->t0) / 1000;
+					rtt[ok] = mr;
+					rt100[ok] = mr ? us[ok] * 100 / mr : 0;
+					fl[ok] = flights(k, (int64_t)mr * 1000);
+					if (f)
+						fprintf(f, "%lld %lld %u\n", (long long)us[ok], (long long)fl[ok], mr);
+					ok++;
 				}
-				us[ok] = (k->last_ts - k->t0) / 1000;
-				rtt[ok] = mr;
-				rt100[ok] = mr ? us[ok] * 100 / mr : 0;
-				fl[ok] = flights(k, (int64_t)mr * 1000);
-				if (f)
-					fprintf(f, "%lld %lld %u\n", (long long)us[ok], (long long)fl[ok], mr);
-				ok++;
+				free(k->stamps);
+				k->stamps = NULL;
 			}
 		}
 	}
