@@ -98,7 +98,7 @@ tcpext() {
 	netstat_tcpext "$@"
 	NSX=""
 }
-# stats FILE COLUMN: "mean p50 p99 max n" of a column of numbers (microseconds)
+# stats FILE COLUMN: "mean p50 p99 max n" of a column of whole numbers
 stats() {
 	awk -v c="$2" '{ v[++n] = $c; s += $c } END { if (!n) { print "-1 -1 -1 -1 0"; exit }
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
@@ -136,7 +136,7 @@ p_token() {
 		rec "pt.mean.r$_r.$v" "$1"
 		rec "pt.p99.r$_r.$v" "$3"
 		rec "pt.n.r$_r.$v" "$5"
-		set -- $(awk '{ printf "%d\n", $1 * 100 / $3 }' "$OUT/pt-$_r-$v.us" >"$OUT/pt-$_r-$v.rt" && stats "$OUT/pt-$_r-$v.rt" 1)
+		set -- $(awk '$3 > 0 { printf "%d\n", $1 * 100 / $3 }' "$OUT/pt-$_r-$v.us" >"$OUT/pt-$_r-$v.rt" && stats "$OUT/pt-$_r-$v.rt" 1)
 		rec "pt.rt.r$_r.$v" "$(awk -v x="$2" 'BEGIN { printf "%.2f", x / 100 }')"
 		set -- $(stats "$OUT/pt-$_r-$v.us" 2)
 		rec "pt.flights.r$_r.$v" "$2"
