@@ -155,10 +155,10 @@ $(BUILD)/tests/bin/gohttp: tests/go/httpserver.go
 			GO111MODULE=off GOFLAGS= $(GO) build -o $@ $<; \
 	else echo "($@ not built: no $(GO) here)"; fi
 
-# t_nodelay_stall runs the benchmark's publish/acknowledge pair.
+# t_nodelay_stall runs the benchmark's publish/acknowledge pair, t_path_initcwnd its path pair.
 test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN)) \
            $(BUILD)/tests/bin/tserver-static $(BUILD)/tests/bin/gohttp \
-           $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
+           $(BUILD)/bench/bsrv $(BUILD)/bench/bcli $(BUILD)/bench/psrv $(BUILD)/bench/pcli
 
 # make test builds what the tests need a job per core (unless make was given -j itself: its
 # jobs then), then runs the test files side by side (tests/run.sh, JOBS of them).
@@ -169,15 +169,15 @@ test:
 demo: $(LIB) $(CLI) $(BUILD)/tests/bin/kaclient
 	@BUILD=$(BUILD) sh examples/demo.sh
 
-# The benchmark: its own programs in bench/, plus the test helper tserver.
+# The benchmark: its own programs in bench/, plus the test helpers tserver and pathemu.
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm
+	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm -lpthread
 
-bench-bins: $(LIB) $(CLI) $(BENCH_BIN) $(BUILD)/tests/bin/tserver
+bench-bins: $(LIB) $(CLI) $(BENCH_BIN) $(BUILD)/tests/bin/tserver $(BUILD)/tests/bin/pathemu
 
 bench: bench-bins
 	@BUILD=$(BUILD) sh bench/run.sh
