@@ -1,31 +1,12 @@
-/* Which options socktune --cgroup sets (the table's sockops column) and the refusals: under
- * --cgroup (and check --cgroup) an option the program cannot set, with the mode that sets it;
- * in every other mode an option only the program sets. */
+/* The refusals of socktune --cgroup (which options it sets, the table's sockops column:
+ * cli/cgpolicy.c): under --cgroup (and check --cgroup) an option the program cannot set, with
+ * the mode that sets it; in every other mode an option only the program sets. */
 #include <stdio.h>
 #include <string.h>
 
 #include "socktune.h"
 #include "socktune_opts.h"
 #include "cgroup.h"
-
-int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want)
-{
-	const struct st_sockopt *o = &st_sockopts[i];
-	int w;
-	*want = 0;
-	if (o->sockops == ST_SOCKOPS_NONE)
-		return 0;
-	if (!st_is_sockopt(i)) { /* the program's own (initcwnd, ...): both ends */
-		*want = p->num[i];
-		return st_has(p, (enum st_var_id)i);
-	}
-	if (!st_opt_want(p, i, &w))
-		return 0;
-	if (outgoing ? !(o->flags & ST_O_CLIENT) : (o->flags & ST_O_CLIENT_ONLY) != 0)
-		return 0;
-	*want = (o->flags & ST_O_UNSIGNED) ? (long long)(unsigned)w : w;
-	return 1;
-}
 
 /* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
 static const char *refused(int id, int attach)

@@ -30,7 +30,7 @@
 #include "socktune_host.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgpolicy.h"
 #include "checksay.h"
 #include "cli.h"
 
