@@ -7,7 +7,7 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 #include "subcommands.h"
 

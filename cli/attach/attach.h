@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "record.h"
-#include "service.h"
+#include "host/service.h"
 
 struct attach_pidfd {
 	int pid, pidfd;

@@ -6,7 +6,7 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 
 /* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
 static const char *refused(int id, int attach)

@@ -26,8 +26,8 @@
 #include "socktune.h"
 #include "cli.h"
 #include "cgpolicy.h"
-#include "bpfhost.h"
-#include "bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/bpf_abi.h"
 
 /* ---- bpf.c ---- */
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "socktune_host.h"
-#include "bpfhost.h"
-#include "checksay.h"
+#include "host/bpfhost.h"
+#include "check/checksay.h"
 #include "cli.h"
 
 enum { CAP_SYS_ADMIN_NR = 21, CAP_BPF_NR = 39 }; /* linux/capability.h */

@@ -8,7 +8,7 @@
 
 #include "socktune.h"
 #include "socktune_kernel.h"
-#include "checksay.h"
+#include "check/checksay.h"
 #include "cli.h"
 
 /* JSON's "verdict" of each verdict, in the order of enum verdict_status. */

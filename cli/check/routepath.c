@@ -31,7 +31,7 @@
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
 #include "cgpolicy.h"
-#include "checksay.h"
+#include "check/checksay.h"
 #include "cli.h"
 
 #if defined(__has_include)

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "socktune_host.h"
-#include "doctor.h"
+#include "doctor/doctor.h"
 
 const char *const doc_counter_names[C_COUNT] = {
 	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",

@@ -10,7 +10,7 @@
 
 #include "socktune_host.h"
 #include "cli.h"
-#include "pidinfo.h"
+#include "host/pidinfo.h"
 
 /* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
  * sockets, not ours): read here when it is ours, else by a child that joins it (setns needs

@@ -15,7 +15,7 @@
 
 #include "socktune_kernel.h"
 #include "cli.h"
-#include "netlink.h"
+#include "host/netlink.h"
 
 /* rtnetlink's own (linux/rtnetlink.h), written out as netlink.h is */
 struct rt_hdr {

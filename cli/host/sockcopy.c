@@ -15,7 +15,7 @@
 
 #include "socktune_apply.h"
 #include "cli.h"
-#include "owned.h"
+#include "host/owned.h"
 
 unsigned long long sockcopy_start_of(int pid)
 {

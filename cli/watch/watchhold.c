@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "record.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 #define OLDER_MAX 65536 /* connections of a listener remembered at its cure */
 
