@@ -10,6 +10,9 @@
 #include "cgroup/cgroup.h"
 #include "record.h"
 #include "subcommands.h"
+#include "host/inspect.h"
+#include "run/run.h"
+#include "attach/attach.h"
 
 /* socktune [OPTIONS] [--] PROGRAM [ARGS...] */
 static int wrapper(int argc, char **argv)

@@ -21,6 +21,8 @@
 #include "socktune_kernel.h"
 #include "attach/attach.h"
 #include "host/pidinfo.h"
+#include "host/probe.h"
+#include "host/nssysctl.h"
 
 const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n)
 {

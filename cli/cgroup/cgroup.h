@@ -28,6 +28,7 @@
 #include "cgpolicy.h"
 #include "host/bpfhost.h"
 #include "host/bpf_abi.h"
+#include "host/hostinfo.h"
 
 /* ---- bpf.c ---- */
 

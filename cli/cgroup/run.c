@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "socktune.h"
+#include "socktune_apply.h"
 #include "cgroup/cgroup.h"
 #include "host/clock.h"
 #include "host/service.h"

@@ -8,7 +8,7 @@
 #include "socktune_host.h"
 #include "host/bpfhost.h"
 #include "check/checksay.h"
-#include "cli.h"
+#include "check/check.h"
 
 enum { CAP_SYS_ADMIN_NR = 21, CAP_BPF_NR = 39 }; /* linux/capability.h */
 

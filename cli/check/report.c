@@ -9,7 +9,7 @@
 #include "socktune.h"
 #include "socktune_kernel.h"
 #include "check/checksay.h"
-#include "cli.h"
+#include "check/check.h"
 
 /* JSON's "verdict" of each verdict, in the order of enum verdict_status. */
 static const char *const status_names[] = {"ok", "note", "unchecked", "clamped",

@@ -32,7 +32,7 @@
 #include "socktune_opts.h"
 #include "cgpolicy.h"
 #include "check/checksay.h"
-#include "cli.h"
+#include "check/check.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/rtnetlink.h>)

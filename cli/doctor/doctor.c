@@ -29,6 +29,7 @@
 #include "host/clock.h"
 #include "doctor/doctor.h"
 #include "host/grow.h"
+#include "host/probe.h"
 
 
 #define TICK_MS 20           /* listener samples: 50 a second */

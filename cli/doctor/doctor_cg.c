@@ -12,6 +12,7 @@
 #include "socktune_opts.h"
 #include "host/bpfhost.h"
 #include "doctor/doctor.h"
+#include "host/hostinfo.h"
 
 #define MAX_CGROUPS 8
 #define MAX_PROGS 16

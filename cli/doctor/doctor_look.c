@@ -15,6 +15,8 @@
 #include <netinet/tcp.h>
 
 #include "doctor/doctor.h"
+#include "host/probe.h"
+#include "host/sockcopy.h"
 
 #define MAX_NODELAY_LOOKS 256
 #define MAX_FOLLOWED 256  /* connections whose TCP_NODELAY is read during the window */

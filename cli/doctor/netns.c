@@ -13,6 +13,8 @@
 
 #include "socktune_host.h"
 #include "doctor/doctor.h"
+#include "host/route.h"
+#include "host/nssysctl.h"
 
 const char *const doc_counter_names[C_COUNT] = {
 	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",

@@ -18,6 +18,7 @@
 
 #include "socktune.h"
 #include "doctor/doctor.h"
+#include "host/inspect.h"
 
 #define MAX_TEXT 65536 /* bytes of a command line or an environment read */
 #define MAX_WORDS 4096

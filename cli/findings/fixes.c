@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "findings/window.h"
 #include "findings/findings.h"
+#include "host/inspect.h"
 
 double doc_share(uint64_t part, uint64_t busy)
 {

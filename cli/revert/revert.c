@@ -28,6 +28,7 @@
 #include "journal.h"
 #include "record.h"
 #include "revert/revert.h"
+#include "host/sockcopy.h"
 
 #define LOCK_WAIT_MS 10000 /* for another revert's lock on the journal */
 

@@ -14,6 +14,7 @@
 
 #include "host/diag.h"
 #include "revert/revert.h"
+#include "host/sockcopy.h"
 
 struct found {
 	int family;

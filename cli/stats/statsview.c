@@ -18,7 +18,7 @@
 #include "socktune.h"
 #include "socktune_host.h"
 #include "socktune_stats.h"
-#include "cli.h"
+#include "stats/stats.h"
 #include "host/diag.h"
 #include "record.h"
 

@@ -42,6 +42,7 @@
 #include "journal.h"
 #include "record.h"
 #include "watch/watch.h"
+#include "host/sockcopy.h"
 
 /* The option's key, as the journal and the lines name it ("backlog", "nodelay") */
 static const char *option_of(int opt)

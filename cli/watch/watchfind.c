@@ -30,6 +30,7 @@
 #include "findings/findings.h"
 #include "record.h"
 #include "watch/watch.h"
+#include "host/nssysctl.h"
 
 #define FLAP_MEMORY_S 600.0
 #define MAX_NEEDED 64

@@ -13,6 +13,7 @@
 
 #include "record.h"
 #include "watch/watch.h"
+#include "host/sockcopy.h"
 
 #define OLDER_MAX 65536 /* connections of a listener remembered at its cure */
 

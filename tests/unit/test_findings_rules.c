@@ -1,10 +1,10 @@
 /* The findings' table (cli/findings/findings.h's DOC_RULES, cli/findings/rules.c): each kind
  * once; each row with a window of its own below, which its judge finds it on where its row
  * says it runs (doctor, watch) and nowhere else, the finding naming its row; every cure an
- * option sockcopy sets on a live socket (cli/cli.h), with a value the option takes; and the
- * names revert takes back from a journal: the cures' keys ("backlog", "nodelay"), no other
- * (a label, another option of the table, a near miss).  A new finding is a row of the table
- * and a row of cases[] here. */
+ * option sockcopy sets on a live socket (cli/host/sockcopy.h), with a value the option
+ * takes; and the names revert takes back from a journal: the cures' keys ("backlog",
+ * "nodelay"), no other (a label, another option of the table, a near miss).  A new finding
+ * is a row of the table and a row of cases[] here. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +18,7 @@
 #include "host/holders.c"
 #include "host/grow.c"
 #include "host/pidinfo.c"
+#include "host/sockcopy.h"
 #include "record.c"
 #include "unit.h"
 
