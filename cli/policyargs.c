@@ -7,7 +7,9 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
+#include "check/check.h"
+#include "attach/attach.h"
 
 /* argv[0] is the subcommand's name, set in c as its mode before */
 static enum cli_status policy_parse(int argc, char **argv, struct policy_args *a, FILE *msg)

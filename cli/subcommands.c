@@ -10,10 +10,14 @@
 #include "cli.h"
 #include "record.h"
 #include "subcommands.h"
-#include "cgroup.h"
-#include "doctor.h"
-#include "revert.h"
-#include "watch.h"
+#include "cgroup/cgroup.h"
+#include "doctor/doctor.h"
+#include "revert/revert.h"
+#include "watch/watch.h"
+#include "host/inspect.h"
+#include "check/check.h"
+#include "stats/stats.h"
+#include "attach/attach.h"
 
 /* (In the order of socktune --help.  check and attach take the wrapper's options as well:
  * their parsers are the wrapper's, policyargs.c.) */

@@ -8,7 +8,7 @@
 #include "socktune.h"
 #include "socktune_apply.h"
 #include "socktune_opts.h"
-#include "cli.h"
+#include "attach/attach.h"
 
 /* Why option id cannot reach anything from outside, or NULL when it can. */
 static const char *cannot_reach(int id)

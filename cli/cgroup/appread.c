@@ -18,10 +18,11 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
-#include "diag.h"
-#include "grow.h"
+#include "cgroup/cgroup.h"
+#include "host/diag.h"
+#include "host/grow.h"
 #include "record.h"
+#include "host/sockcopy.h"
 
 /* The mark map of the sock_ops program, which the setsockopt hook's presence goes with (-1:
  * neither; the scope is then applied here), and whether the caller ticks cg_app_readback

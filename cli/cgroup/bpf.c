@@ -20,8 +20,8 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "bpf_abi.h"
-#include "cgroup.h"
+#include "host/bpf_abi.h"
+#include "cgroup/cgroup.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/bpf.h>)

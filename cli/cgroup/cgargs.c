@@ -1,12 +1,13 @@
-/* Which options socktune --cgroup sets (the table's sockops column) and the refusals: under
- * --cgroup (and check --cgroup) an option the program cannot set, with the mode that sets it;
- * in every other mode an option only the program sets. */
+/* The refusals of socktune --cgroup (which options it sets, the table's sockops column:
+ * st_sockops_sets, common/options.c): under --cgroup (and check --cgroup) an option the
+ * program cannot set, with the mode that sets it; in every other mode an option only the
+ * program sets. */
 #include <stdio.h>
 #include <string.h>
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 
 /* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
 static const char *refused(int id, int attach)

@@ -5,7 +5,7 @@
  *   (cli/host/bpfcall.c: the other bpf(2) calls: attach, detach, query; cli/host/cgv2.c:
  *   the cgroup v2 mount, a process's cgroup)
  *   cgroup.c    the wrapper's own cgroup, the child made, entered, removed
- *   cgargs.c    which options the mode sets, and the refusal of those it cannot (both ways)
+ *   cgargs.c    the options the mode cannot set refused (both ways; which it sets: common/options.c st_sockops_sets)
  *   readback.c  a probe connection made inside the cgroup: what the kernel applied
  *   appread.c   the program's own first connections, read back from the wrapper's ticks
  *   ends.c      one end of a connection read and said (the probe's, the program's own)
@@ -25,8 +25,9 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "bpfhost.h"
-#include "bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/bpf_abi.h"
+#include "host/hostinfo.h"
 
 /* ---- bpf.c ---- */
 

@@ -12,7 +12,7 @@
 #include "socktune.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 
 /* What the congestion control leaves in snd_ssthresh when it keeps none (BBR: it sets it at

@@ -43,7 +43,7 @@
 #include "socktune.h"
 #include "socktune_opts.h"
 #include "socktune_kernel.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 
 #if defined(__has_include)

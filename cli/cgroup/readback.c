@@ -27,10 +27,10 @@
 #include "socktune.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
-#include "diag.h"
-#include "grow.h"
-#include "netlink.h"
+#include "cgroup/cgroup.h"
+#include "host/diag.h"
+#include "host/grow.h"
+#include "host/netlink.h"
 #include "record.h"
 
 #define SCOPE_PORT "a port of the scope" /* (the probe's step that found none free) */

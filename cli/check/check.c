@@ -14,7 +14,8 @@
 #include "socktune_apply.h"
 #include "socktune_host.h"
 #include "socktune_kernel.h"
-#include "cli.h"
+#include "check/check.h"
+#include "host/probe.h"
 
 /* Option i of p applied to a probe socket by the apply step the library runs (as on a
  * listener): -1 with errno when there is no probe socket. */

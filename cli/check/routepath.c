@@ -30,8 +30,8 @@
 #include "socktune_host.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "checksay.h"
-#include "cli.h"
+#include "check/checksay.h"
+#include "check/check.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/rtnetlink.h>)

@@ -26,9 +26,10 @@
 
 #include "socktune_host.h"
 #include "socktune_opts.h"
-#include "clock.h"
-#include "doctor.h"
-#include "grow.h"
+#include "host/clock.h"
+#include "doctor/doctor.h"
+#include "host/grow.h"
+#include "host/probe.h"
 
 
 #define TICK_MS 20           /* listener samples: 50 a second */

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service.h"
-#include "clock.h"
-#include "grow.h"
+#include "host/service.h"
+#include "host/clock.h"
+#include "host/grow.h"
 
 /* ---- the sockets: sock_diag, or /proc/PID/net ---- */
 

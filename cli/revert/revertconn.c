@@ -12,8 +12,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "diag.h"
-#include "revert.h"
+#include "host/diag.h"
+#include "revert/revert.h"
+#include "host/sockcopy.h"
 
 struct found {
 	int family;

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #include "cli.h"
-#include "diag.h"
+#include "host/diag.h"
 
 #define WATCH_MAX_NS 256         /* network namespaces followed */
 #define WATCH_MAX_LISTENERS 4096 /* listeners (address and port in a namespace) followed */

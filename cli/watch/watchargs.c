@@ -10,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "watch.h"
+#include "watch/watch.h"
 
 void watch_help(FILE *f)
 {

@@ -30,9 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "diag.h"
-#include "watch.h"
+#include "host/clock.h"
+#include "host/diag.h"
+#include "watch/watch.h"
 
 #define CONN_EVERY_S 10.0      /* connection samples, at most this often */
 #define CONN_SHARE 0.002       /* of one core the connection samples may take */

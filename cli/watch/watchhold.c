@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "record.h"
-#include "watch.h"
+#include "watch/watch.h"
+#include "host/sockcopy.h"
 
 #define OLDER_MAX 65536 /* connections of a listener remembered at its cure */
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "socktune_host.h"
-#include "diag.h"
-#include "watch.h"
+#include "host/diag.h"
+#include "watch/watch.h"
 
 static struct watch_ns *find(struct watch *w, unsigned long long ino)
 {

@@ -10,11 +10,11 @@
 #include <sys/resource.h>
 #include <arpa/inet.h>
 
-#include "clock.h"
-#include "findings.h"
+#include "host/clock.h"
+#include "findings/findings.h"
 #include "promtext.h"
 #include "record.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 enum scope { S_LISTENER, S_NETNS, S_FINDING, S_WATCH };
 enum metric {
