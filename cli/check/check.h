@@ -52,7 +52,7 @@ void cgmode_say(struct say *s, const struct cgmode *m);
 /* routepath.c: r's path metrics judged (c: --cgroup and --peer; p: the policy; h: the
  * host's defaults), and said under r's object of the routes */
 void route_path_judge(struct route_result *r, const struct cli *c, const struct st_policy *p,
-                      const struct host *h);
+                      const struct host *h, int cg_usable);
 void route_path_say(struct say *s, const struct route_path *rp, const char *addr);
 
 struct report {

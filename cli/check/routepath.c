@@ -135,13 +135,14 @@ static void scope_words(const struct cli *c, const struct st_policy *p, struct r
 }
 
 void route_path_judge(struct route_result *r, const struct cli *c, const struct st_policy *p,
-                      const struct host *h)
+                      const struct host *h, int cg_usable)
 {
 	struct route_path *rp = &r->path;
 	const struct st_route *rt = &r->route;
 	memset(rp, 0, sizeof *rp);
 	unsigned lock = rt->has_metric >> ST_RTAX_LOCK & 1 ? rt->metric[ST_RTAX_LOCK] : 0;
 	rp->cgroup = c->check_cgroup;
+	rp->unusable = rp->cgroup && !cg_usable;
 	rp->peer_match = 1;
 	if (rp->cgroup) {
 		int family;
@@ -183,7 +184,7 @@ void route_path_judge(struct route_result *r, const struct cli *c, const struct 
 			snprintf(v->cg_name, sizeof v->cg_name, "%s", st_opt_name(p, row->id));
 		else
 			v->cg_num = p->num[row->id];
-		v->wins = rp->peer_match &&
+		v->wins = rp->peer_match && !rp->unusable &&
 		          !((row->flags & P_LOCK_WINS) && v->locked && route_counts(row, v));
 	}
 }
@@ -253,6 +254,9 @@ static void say_metric(struct say *s, int m, const struct route_path *rp, const 
 	say_bool(s, row->k_wins, NULL, NULL, NULL, v->wins);
 	if (v->wins)
 		say_text(s, "      --cgroup sets %s instead: %s\n", cg, row->program_wins);
+	else if (rp->unusable)
+		say_text(s, "      --cgroup would set %s, but the cgroup mode cannot run here (below): "
+		         "%s stays\n", cg, stays);
 	else if (!rp->peer_match)
 		say_text(s, "      --cgroup would set %s, but not for %s (not in --peer %s): %s stays\n",
 		         cg, addr, rp->peers, stays);

@@ -25,6 +25,7 @@ struct path_value {
 };
 struct route_path {
 	int cgroup;              /* judged for check --cgroup */
+	int unusable;            /* ... where the cgroup mode cannot run (check's cgmode) */
 	int peer_match;          /* addr is in a --peer prefix (1 without --peer) */
 	char scope[600];         /* the program's connections, in words */
 	char peers[400];         /* --peer's prefixes ("" none) */
