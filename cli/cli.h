@@ -80,8 +80,9 @@ int attach_run(void *args);
  * `return usage_error(msg, ...)`. */
 enum cli_status usage_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Whether argv[*i] is the option name ("--seconds") with a value: 1 with *val "V" for
- * "--seconds=V", or for "--seconds V" the next word (*i moved onto it; NULL when there is
- * none); 0 when argv[*i] is another word (nothing moved).  Every parser reads its options'
+ * "--seconds=V", or for "--seconds V" the next word (*i moved onto it); *val NULL when no
+ * value was given ("--seconds=", or no next word, or one that is another option: "--x"); 0
+ * when argv[*i] is another word (nothing moved).  Every parser reads its options'
  * values through it, so both forms are taken alike everywhere. */
 int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 /* The status of a parser's r that is not CLI_GO: --help (help printed) and --version 0,

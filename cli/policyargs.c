@@ -67,10 +67,8 @@ enum cli_status attach_parse(int argc, char **argv, void *args, FILE *msg)
 int attach_run(void *args)
 {
 	struct policy_args *a = args;
-	if (a->c.cgroup) {
-		stdio_fill();
+	if (a->c.cgroup)
 		return cg_attach_main(&a->c, &a->p);
-	}
 	struct attach_args aa = {.json = a->c.json, .connections = a->c.connections,
 	                         .follow = a->c.follow, .targets = a->c.program};
 	return attach_main(&aa, &a->p);

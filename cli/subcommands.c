@@ -23,13 +23,14 @@
  * their parsers are the wrapper's, policyargs.c.) */
 const struct subcommand subcommands[] = {
 	{"check", "what this host will grant for the same options, and why",
-	 check_help, check_parse, check_run, sizeof(struct policy_args), SUB_JSON | SUB_POLICY,
+	 check_help, check_parse, check_run, sizeof(struct policy_args),
+	 SUB_JSON | SUB_POLICY | SUB_STDIO,
 	 (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup", "--peer PREFIX",
 	                       "--cgroup-path PATH", "--help", NULL}, check_takes},
 	{"attach", "tune a server that is already running, from outside (--cgroup: the kernel "
 	 "tunes its next connections)",
 	 attach_help, attach_parse, attach_run, sizeof(struct policy_args),
-	 SUB_JSON | SUB_POLICY | SUB_STOP,
+	 SUB_JSON | SUB_POLICY | SUB_STDIO | SUB_STOP,
 	 (const char *const[]){"--json", "--connections", "--follow", "--cgroup", "--cgroup-root",
 	                       "--peer PREFIX", "--help", NULL}, attach_takes},
 	{"detach", "remove what attach --cgroup or --cgroup left attached to a cgroup",
@@ -52,7 +53,7 @@ const struct subcommand subcommands[] = {
 	                       "--apply-netns NETNS\tall", "--journal PATH", "--seconds SECONDS",
 	                       "--help", NULL}, NULL},
 	{"revert", "undo what watch --apply changed, from its journal",
-	 revert_help, revert_parse, revert_main, sizeof(struct revert_args), 0,
+	 revert_help, revert_parse, revert_main, sizeof(struct revert_args), SUB_STDIO,
 	 (const char *const[]){"--journal PATH", "--help", NULL}, NULL},
 };
 const size_t n_subcommands = sizeof subcommands / sizeof subcommands[0];
