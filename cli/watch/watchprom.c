@@ -156,7 +156,9 @@ static void path_samples(FILE *out, const struct prom_family *f, const struct wa
 	if (f->key == M_RTT) {
 		for (int q = 0; q < WATCH_RTT_QS; q++) {
 			int between = q > 0 && q < WATCH_RTT_QS - 1;
-			if (!p->rtt_n || (between && !p->rtt_ranked))
+			/* a middle rank over some of the connections only (past the round's cap of
+			 * ranked RTTs) would be a guess: left out, the least and the most stay exact */
+			if (!p->rtt_n || (between && p->rtt_ranked < p->rtt_n))
 				continue;
 			fprintf(out, "%s{", f->name);
 			listener_labels(out, l);
