@@ -60,8 +60,8 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 		if (!cgroup && st_cgroup_only(id))
 			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: %s",
 			                   how, name, c->check ? "check it with socktune check --cgroup"
-			                   : c->attach ? "run the program under socktune --cgroup (socktune "
-			                                 "--help)"
+			                   : c->attach ? "add --cgroup (socktune attach --cgroup: the "
+			                                 "kernel tunes the server's next connections)"
 			                               : "run the program under socktune --cgroup instead "
 			                                 "(socktune --help)");
 		const char *why = cgroup ? refused(id, c->attach) : NULL;
