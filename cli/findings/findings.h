@@ -136,7 +136,9 @@ double doc_share(uint64_t part, uint64_t busy);
 int doctor_status(const struct doc_findings *fs);
 /* A connection limited by the window or the send buffer: this share of its busy time ... */
 #define LIMITED_SHARE 20.0
-#define LIMITED_MIN_US 100000 /* ... over at least this much busy time */
+/* ... over at least this much busy time: a reader off the CPU for a tenth of a second (a
+ * loaded machine's scheduler) is not a slow reader */
+#define LIMITED_MIN_US 500000
 /* One connection's numbers over an interval, as the client-Nagle rule reads them (tcp_info's
  * counters at two moments, or since the connection began). */
 struct doc_exchanges {

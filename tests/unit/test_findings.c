@@ -523,6 +523,10 @@ static void healthy_cases(void)
 	c->last.ti.rwnd_limited = 1500000;
 	if (!has("receive-window-limited", NULL))
 		CASE_FAIL("75%% of busy time waiting for the window: a finding");
+	c->last.ti.busy_time = 164000, c->last.ti.rwnd_limited = 120000;
+	if (has("receive-window-limited", NULL))
+		CASE_FAIL("120 ms of a 164 ms transfer waiting (a reader off the CPU): no finding");
+	c->last.ti.busy_time = 2000000;
 	c->last.ti.rwnd_limited = 0;
 	d.l[0].rb = 2 * 4194304;
 	if (has("buffer-clamped", NULL))
