@@ -106,6 +106,8 @@ $(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules: \
                                    cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
                                    cli/host/grow.c cli/host/pidinfo.c \
                                    cli/record.c
+# test_diagclose includes the destroy notifications' reader and the sock_diag parser whole.
+$(BUILD)/tests/unit/test_diagclose: cli/host/diagclose.c cli/host/diag.c cli/host/pidinfo.c
 
 # test_outcome includes the record layer, whose outcome writer it compares with the library's.
 $(BUILD)/tests/unit/test_outcome: cli/record.c
