@@ -114,7 +114,7 @@ void st_us_range_text(long long jiffy_us, long long hz, char *out, size_t n);
  * ACK, no per-receive cost, established connections included from their next segment.  What
  * counts for a server is its route back to each client's address (on loopback, 127.0.0.1's
  * own /32 route in the local table, not 127.0.0.0/8). */
-enum { ST_RTAX_LOCK = 1, ST_RTAX_FEATURES = 12, ST_RTAX_RTO_MIN = 13, ST_RTAX_QUICKACK = 15,
+enum { ST_RTAX_LOCK = 1, ST_RTAX_INITCWND = 11, ST_RTAX_FEATURES = 12, ST_RTAX_RTO_MIN = 13, ST_RTAX_QUICKACK = 15,
        ST_RTAX_CC_ALGO = 16, ST_RTAX_COUNT = 18 };
 /* What a route carries that no command st_fix_route_quickack writes can repeat. */
 enum { ST_R_MULTIPATH = 1, ST_R_ENCAP = 2, ST_R_VIA = 4, ST_R_METRIC = 8, ST_R_EXPIRES = 16,
@@ -154,6 +154,11 @@ void st_route_spec(const struct st_route *r, int without_quickack, char *out, si
  * the rest (the proto too: the kernel deletes its own routes by it when an address goes);
  * 0.  -1 when no such command exists, why in fix. */
 int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n);
+
+/* The same for the initial congestion window: `ip route change ... initcwnd N` keeping the
+ * rest (its own initcwnd replaced); every connection the namespace makes over that route
+ * starts with it, whatever program.  0, or -1 with why in fix. */
+int st_fix_route_initcwnd(const struct st_route *r, unsigned iw, char *fix, size_t n);
 
 #define ST_NOTE_ROUTE_QUICKACK "needs CAP_NET_ADMIN; the route that counts is the server's " \
 	"route back to its clients' addresses"
