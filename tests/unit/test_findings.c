@@ -10,6 +10,8 @@
 #include "../../cli/findings/findings.c"
 #include "../../cli/findings/findings_queue.c"
 #include "../../cli/findings/findings_memory.c"
+#include "../../cli/findings/findings_path.c"
+#include "../../cli/findings/closed.c"
 #include "../../cli/findings/fixes.c"
 #include "../../cli/findings/rules.c"
 #include "../../cli/host/diag.c"
