@@ -10,6 +10,7 @@
 
 #include "socktune_host.h"
 #include "cli.h"
+#include "diag.h"
 #include "pidinfo.h"
 
 /* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
@@ -46,4 +47,17 @@ long long target_sysctl(int pid, const char *name)
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	return v;
+}
+
+int target_sysctl_str(int pid, const char *name, char *out, size_t n)
+{
+	out[0] = '\0';
+	/* /proc/sys/net is the reader's namespace's, as it opens it: read from inside */
+	int self = diag_enter(pid);
+	if (self < 0 && self != DIAG_SAME_NS)
+		return -1;
+	int rc = st_sysctl_str(name, out, n);
+	if (diag_leave(self) != 0)
+		return -1;
+	return rc;
 }
