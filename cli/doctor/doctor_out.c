@@ -180,9 +180,9 @@ void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_
 		if (l->nodelay < -1)
 			fprintf(f, "    (nodelay: %s)\n", CLEAN(l->nodelay_why));
 		if (l->closed)
-			fprintf(f, "    %llu connections closed (%llu far, %llu near: min_rtt from %d ms, "
-			        "under)\n", l->closed->n, l->closed->far, l->closed->near,
-			        DOC_FAR_RTT_US / 1000);
+			fprintf(f, "    %llu connections closed: %llu far (min_rtt %d ms or more), %llu "
+			        "near\n", l->closed->n, l->closed->far, DOC_FAR_RTT_US / 1000,
+			        l->closed->near);
 	}
 	doc_cgroups_text(f, d);
 	size_t idx[TEXT_WORST], n = doctor_worst(d, -1, idx, TEXT_WORST);
