@@ -10,6 +10,8 @@
 #include "findings/findings.c"
 #include "findings/findings_queue.c"
 #include "findings/findings_memory.c"
+#include "findings/findings_path.c"
+#include "findings/closed.c"
 #include "findings/fixes.c"
 #include "findings/rules.c"
 #include "host/diag.c"
