@@ -90,12 +90,8 @@ static void far_route(struct shared_window *d, int l)
 	char peer[INET6_ADDRSTRLEN];
 	if (!closed[l].far || !inet_ntop(closed[l].far_family, closed[l].far_peer, peer, sizeof peer))
 		return;
-	int self = ns->ours ? DIAG_SAME_NS : diag_enter(ns->pid);
-	if (self < 0 && self != DIAG_SAME_NS)
-		return;
 	static struct route_result rr;
-	int found = route_lookup(peer, &rr) == 0 && rr.found;
-	if (diag_leave(self) != 0 || !found)
+	if (route_lookup_in(ns->ours ? 0 : ns->pid, peer, &rr) != 0)
 		return;
 	L->far_route = rr.route;
 	L->far_route_found = 1;

@@ -259,12 +259,8 @@ static void far_route(int pid, const struct doc_closed *c, struct doc_listener *
 	char peer[INET6_ADDRSTRLEN];
 	if (!inet_ntop(c->far_family, c->far_peer, peer, sizeof peer))
 		return;
-	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS;
-	if (self < 0 && self != DIAG_SAME_NS)
-		return;
 	static struct route_result rr;
-	int found = route_lookup(peer, &rr) == 0 && rr.found;
-	if (diag_leave(self) != 0 || !found)
+	if (route_lookup_in(pid, peer, &rr) != 0)
 		return;
 	L->far_route = rr.route;
 	L->far_route_found = 1;
