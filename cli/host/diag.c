@@ -92,12 +92,12 @@ int diag_leave(int self)
 	return rc;
 }
 
-int diag_open(int pid)
+int diag_socket_in(int pid, int type)
 {
 	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS; /* sockets are made in the caller's */
 	if (self < 0 && self != DIAG_SAME_NS)
 		return self;
-	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
+	int fd = socket(AF_NETLINK, type | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
 	int err = fd < 0 ? errno : 0;
 	if (diag_leave(self) != 0) {
 		err = errno;
@@ -105,6 +105,13 @@ int diag_open(int pid)
 			close(fd);
 		fd = -1;
 	}
+	return fd >= 0 ? fd : -err;
+}
+
+int diag_open(int pid)
+{
+	int fd = diag_socket_in(pid, SOCK_DGRAM);
+	int err = fd < 0 ? -fd : 0;
 	if (fd >= 0) {
 		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -80,6 +80,9 @@ int diag_parse(const void *msg, size_t len, struct diag_sock *s);
 extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */
 int diag_open(int pid);
+/* A NETLINK_SOCK_DIAG socket of type (SOCK_DGRAM, SOCK_RAW, with SOCK_NONBLOCK or not) made
+ * in pid's network namespace (pid <= 0: ours), close-on-exec: its descriptor, or -errno. */
+int diag_socket_in(int pid, int type);
 /* Into pid's network namespace (setns: CAP_SYS_ADMIN): what diag_leave needs to come back
  * (DIAG_SAME_NS when it is ours already), or -errno; and back. */
 #define DIAG_SAME_NS (-100000)

@@ -30,19 +30,9 @@ enum { SKNLGRP_INET_TCP_DESTROY_ = 1, SKNLGRP_INET6_TCP_DESTROY_ = 3 };
 
 int diagclose_open(int pid, int *rcvbuf)
 {
-	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS;
-	if (self < 0 && self != DIAG_SAME_NS)
-		return self;
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG_);
-	int err = fd < 0 ? errno : 0;
-	if (diag_leave(self) != 0) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
+	int fd = diag_socket_in(pid, SOCK_RAW | SOCK_NONBLOCK), err;
 	if (fd < 0)
-		return -err;
+		return fd;
 	/* past net.core.rmem_max where this process may (CAP_NET_ADMIN), else up to it */
 	int want = DIAGCLOSE_RCVBUF, got = 0;
 	socklen_t gl = sizeof got;
