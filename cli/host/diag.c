@@ -92,9 +92,24 @@ int diag_leave(int self)
 	return rc;
 }
 
-int diag_open(int pid)
+int diag_enter_fd(int netns_fd)
 {
-	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS; /* sockets are made in the caller's */
+	if (netns_fd < 0)
+		return DIAG_SAME_NS;
+	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	if (setns(netns_fd, CLONE_NEWNET) != 0) {
+		int e = errno;
+		close(self);
+		return -e;
+	}
+	return self;
+}
+
+/* A sock_diag socket made where self (diag_enter's) says this thread is now, then back */
+static int open_here(int self)
+{
 	if (self < 0 && self != DIAG_SAME_NS)
 		return self;
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
@@ -110,6 +125,16 @@ int diag_open(int pid)
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	}
 	return fd >= 0 ? fd : -err;
+}
+
+int diag_open(int pid)
+{
+	return open_here(pid > 0 ? diag_enter(pid) : DIAG_SAME_NS); /* (made in the caller's) */
+}
+
+int diag_open_netns(int netns_fd)
+{
+	return open_here(diag_enter_fd(netns_fd));
 }
 
 void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n)

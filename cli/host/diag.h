@@ -74,6 +74,10 @@ int diag_dump_cgroups(int nl, unsigned states, int with_info, const unsigned lon
 extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */
 int diag_open(int pid);
+/* The same in the namespace of netns_fd (a /proc/PID/ns/net or /run/netns/NAME descriptor;
+ * -1: ours), and diag_enter's for it */
+int diag_open_netns(int netns_fd);
+int diag_enter_fd(int netns_fd);
 /* Into pid's network namespace (setns: CAP_SYS_ADMIN): what diag_leave needs to come back
  * (DIAG_SAME_NS when it is ours already), or -errno; and back. */
 #define DIAG_SAME_NS (-100000)
