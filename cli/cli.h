@@ -45,6 +45,7 @@ struct cli_peer {
 struct cli {
 	int check, json, strict;
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
+	int via, via_given;              /* attach --via pidfd|bpf|auto (enum via, via.h) */
 	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
 	int cgroup;                      /* socktune --cgroup PROGRAM (cgroup/run.c) */
 	int check_cgroup;                /* socktune check --cgroup: the cgroup mode's policy judged */
@@ -344,6 +345,7 @@ int check_takes(int id); /* the policy options check takes (only --cgroup's: wit
 #endif
 struct attach_args {
 	int json, connections, follow;
+	int via; /* enum via (via.h) */
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);
