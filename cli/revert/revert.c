@@ -135,19 +135,6 @@ static int refuse(const char *path, const struct journal_change *c, const char *
 	return -1;
 }
 
-/* The inodes of the other changes of c's option (connections journalled on their own: their
- * lines undo them, a listener's sweep leaves them) */
-unsigned long long *revert_others(const struct journal_change *all, int n,
-                                  const struct journal_change *c, int *nskip)
-{
-	unsigned long long *skip = malloc((size_t)(n > 0 ? n : 1) * sizeof *skip);
-	*nskip = 0;
-	for (int k = 0; skip && k < n; k++)
-		if (&all[k] != c && all[k].inode && strcmp(all[k].option, c->option) == 0)
-			skip[(*nskip)++] = all[k].inode;
-	return skip;
-}
-
 /* The socket of inode c->inode, its journalled process gone or not holding it at c->fd now,
  * still held by another (a child it was handed to, the workers that outlived their master:
  * an nginx binary upgrade) or by the same process at another descriptor: a copy through

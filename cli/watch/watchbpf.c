@@ -20,6 +20,38 @@
 #include "via.h"
 #include "watch.h"
 
+/* (A change's journal line, either path's: here, below watchapply.c, which calls both.) */
+struct rec *watch_apply_rec(const struct watch_finding *f, const struct watch_listener *l,
+                            int opt, int before, int after, int pid, int fd,
+                            unsigned long long ino, const char *addr, const char *peer, int via,
+                            unsigned long long cookie)
+{
+	struct rec *r = rec_new();
+	rec_str(r, K_EVENT, "apply");
+	char id[17];
+	journal_change_id(id, f->id, ST_KEY(opt), pid, pid > 0 ? fd : (int)(cookie & 0xffffff));
+	rec_str(r, K_JRN_CHANGE, id);
+	rec_str(r, K_JRN_FINDING, f->id);
+	rec_str(r, K_KIND, f->kind);
+	rec_str(r, K_CHK_OPTION, ST_KEY(opt));
+	rec_int(r, K_JRN_BEFORE, before);
+	rec_known(r, K_JRN_AFTER, after);
+	if (pid > 0) { /* (the iterator's change may have no holder read) */
+		rec_int(r, K_PID, pid);
+		rec_int(r, K_JRN_PID_START, (long long)sockcopy_start_of(pid));
+		rec_int(r, K_FD, fd);
+	}
+	rec_str(r, K_ADDR, addr);
+	if (peer)
+		rec_str(r, K_PEER, peer);
+	rec_int(r, K_NETNS, (long long)l->ns_ino);
+	rec_int(r, K_JRN_INODE, (long long)ino);
+	rec_str(r, K_VIA, via_name(via));
+	if (cookie)
+		rec_int(r, K_COOKIE, (long long)cookie);
+	return r;
+}
+
 int watch_bpf_ok(struct watch *w)
 {
 	if (!w->no_iter)
