@@ -105,13 +105,15 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 void attach_help(FILE *f)
 {
 	fprintf(f,
-	        "usage: socktune attach [OPTIONS] [--connections] [--follow] [--json] PID...|:PORT...\n"
-	        "       socktune attach --cgroup [--cgroup-root] [--peer PREFIX]... [OPTIONS] [--json]\n"
-	        "                       PID...|:PORT...\n"
+	        "usage: socktune attach [OPTIONS] [--connections] [--follow] [--via pidfd|bpf|auto]\n"
+	        "                       [--json] PID...|:PORT...\n"
+	        "       socktune attach --cgroup [--connections] [--cgroup-root] [--peer PREFIX]...\n"
+	        "                       [OPTIONS] [--json] PID...|:PORT...\n"
 	        "\n"
 	        "Tunes a server that is already running, in any language, from outside: each of\n"
-	        "its sockets found is set through a copy held only for the change, read back and\n"
-	        "said in one line.  PID means the service: PID, every process holding one of its\n"
+	        "its sockets found is set through a copy held only for the change (or, with no\n"
+	        "ptrace access, through the TCP iterator: --via), read back and said in one\n"
+	        "line.  PID means the service: PID, every process holding one of its\n"
 	        "TCP listeners (prefork workers) and every process holding a connection accepted\n"
 	        "on one (backends); each line names the pid holding the socket tuned.  :PORT\n"
 	        "means the listeners on that port only (and their connections).\n"
