@@ -154,6 +154,8 @@ static int on_new(const struct svc_sock *s, const struct holder *h, size_t nh, v
 		}
 		if (r.nrest && !attach_bpf_ok(t))
 			rest_refused(t, &r);
+		/* (a copy that set nothing, every option the iterator's: no line of its own) */
+		r.notes_only = r.nrest && !r.nset && !r.backlog;
 		attach_say(t, s, h[k].pid, h[k].fd, &r);
 		if (r.nrest)
 			attach_bpf_queue(t, s, h[k].pid, h[k].fd, r.rest, r.nrest);
