@@ -43,10 +43,10 @@ HDRS       := $(wildcard include/*.h common/*.h shim/*.h cli/*.h cli/*/*.h)
 
 LIB := $(BUILD)/libsocktune.so
 
-# The command links the parser and the host reader, never the hooks.  Its files name each
-# other's headers without a folder: every cli folder is on its include path.
-CLI_DIRS   := cli $(patsubst %/,%,$(sort $(dir $(wildcard cli/*/*.[ch]))))
-CLI_INC    := $(addprefix -I,$(CLI_DIRS))
+# The command links the parser and the host reader, never the hooks.  One -Icli: an include
+# line names the header's folder ("host/diag.h", "check/check.h"; the top's as "cli.h"), so it
+# tells which layer a name comes from (t_layout holds the layers to it).
+CLI_INC    := -Icli
 CLI_SRC    := $(wildcard cli/*.c cli/*/*.c) $(COMMON_SRC)
 CLI        := $(BUILD)/socktune
 CLI_STATIC := $(BUILD)/socktune-static
@@ -124,19 +124,23 @@ $(BUILD)/tests/unit/test_service: cli/host/service.c cli/host/svcsets.c cli/host
 # test_btf includes the BTF reader whole.
 $(BUILD)/tests/unit/test_btf: cli/host/btf.c
 
-# Test servers and clients: plain programs that know nothing of socktune.
+# Test servers and clients: plain programs that know nothing of socktune (but the two that
+# read the host as the command does: HELPER_INC).
 $(BUILD)/tests/bin/%: tests/helpers/%.c tests/helpers/common.h
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -Itests/helpers -o $@ $< -lpthread
+	$(CC) $(ST_CFLAGS) -Itests/helpers $(HELPER_INC) -o $@ $< -lpthread
 
 $(BUILD)/tests/bin/common: ;
 # pathemu: its command line, and its namespaces, devices and cleaner, in headers of their own.
 $(BUILD)/tests/bin/pathemu: tests/helpers/pathemu_args.h tests/helpers/pathemu_ns.h
 
-# iterprobe includes the BPF iterator path whole, and the sock_diag reader.
+# iterprobe includes the BPF iterator path whole, and the sock_diag reader; bpfq the bpf(2)
+# ABI as the command writes it.
 $(BUILD)/tests/bin/iterprobe: cli/host/bpfiter.c cli/host/bpfiterprog.c cli/host/btf.c \
                               cli/host/bpfcall.c cli/host/diag.c cli/host/pidinfo.c \
                               common/host.c $(HDRS)
+$(BUILD)/tests/bin/iterprobe $(BUILD)/tests/bin/bpfq: HELPER_INC := $(CLI_INC)
+$(BUILD)/tests/bin/bpfq: cli/host/bpf_abi.h
 
 # A statically linked test server: out of LD_PRELOAD's reach, tuned by attach from outside.
 $(BUILD)/tests/bin/tserver-static: tests/helpers/tserver.c tests/helpers/common.h
@@ -155,10 +159,10 @@ $(BUILD)/tests/bin/gohttp: tests/go/httpserver.go
 			GO111MODULE=off GOFLAGS= $(GO) build -o $@ $<; \
 	else echo "($@ not built: no $(GO) here)"; fi
 
-# t_nodelay_stall runs the benchmark's publish/acknowledge pair.
+# t_nodelay_stall runs the benchmark's publish/acknowledge pair, t_path_initcwnd its path pair.
 test-bins: $(LIB) $(CLI) $(CLI_STATIC) $(UNIT_BIN) $(filter-out $(BUILD)/tests/bin/common,$(HELPER_BIN)) \
            $(BUILD)/tests/bin/tserver-static $(BUILD)/tests/bin/gohttp \
-           $(BUILD)/bench/bsrv $(BUILD)/bench/bcli
+           $(BUILD)/bench/bsrv $(BUILD)/bench/bcli $(BUILD)/bench/psrv $(BUILD)/bench/pcli
 
 # make test builds what the tests need a job per core (unless make was given -j itself: its
 # jobs then), then runs the test files side by side (tests/run.sh, JOBS of them).
@@ -169,15 +173,15 @@ test:
 demo: $(LIB) $(CLI) $(BUILD)/tests/bin/kaclient
 	@BUILD=$(BUILD) sh examples/demo.sh
 
-# The benchmark: its own programs in bench/, plus the test helper tserver.
+# The benchmark: its own programs in bench/, plus the test helpers tserver and pathemu.
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h
 	@mkdir -p $(@D)
-	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm
+	$(CC) $(ST_CFLAGS) -Ibench -o $@ $< -lm -lpthread
 
-bench-bins: $(LIB) $(CLI) $(BENCH_BIN) $(BUILD)/tests/bin/tserver
+bench-bins: $(LIB) $(CLI) $(BENCH_BIN) $(BUILD)/tests/bin/tserver $(BUILD)/tests/bin/pathemu
 
 bench: bench-bins
 	@BUILD=$(BUILD) sh bench/run.sh

@@ -1,8 +1,10 @@
 #!/bin/sh
 # make bench / make bench-quick (BENCH_QUICK=1): the field's stalls on real servers, plain
-# vs socktune side by side, and what the library costs.  POSIX sh; needs the programs in
-# $BUILD/bench (bcli, bsrv, callread, svgchart), the tests' tserver, /usr/bin/python3, and for some rows
-# strace, valgrind and ip (root, for network namespaces); a row whose tool is missing says so.
+# vs socktune side by side, and what the library costs; then the same stalls across emulated
+# paths (bench/paths.sh).  POSIX sh; needs the programs in $BUILD/bench (bcli, bsrv, pcli,
+# psrv, callread, svgchart), the tests' tserver and pathemu, /usr/bin/python3, and for some
+# rows strace, valgrind, ip, nsenter and chrt (root, for network namespaces and TUN devices);
+# a row whose tool is missing says so.
 #
 # Every case runs its variants in interleaved rounds (A B, B A, ...) against servers that
 # stay up, and the table shows the median of the rounds: the machines are shared and noisy.
@@ -54,7 +56,8 @@ NETNS=""
 NSX="" # "ip netns exec NAME" while a case runs inside a namespace
 
 cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	# (the path cases' workers write the pids of what they start to $OUT/pids)
+	for p in $PIDS $(cat "$OUT/pids" 2>/dev/null); do kill "$p" 2>/dev/null; done
 	for n in $NETNS; do ip netns del "$n" 2>/dev/null; done
 }
 trap cleanup EXIT
@@ -250,8 +253,8 @@ for v in $C7_V; do
 	cat "$OUT/c7-$v"-*.us >"$OUT/c7-$v.us"
 done
 # what the kernel kept of 5ms (rounded up to a jiffy), from the library's listen lines
-C7_KEPT=$(sed -n 's/.* \(delack_max.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
-C7_KEPT="$C7_KEPT $(sed -n 's/.* \(rto_min.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dmrto.*.log 2>/dev/null | head -n 1)"
+C7_KEPT=$(sed -n 's/.* \(delack_max_us.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dm.*.log 2>/dev/null | head -n 1)
+C7_KEPT="$C7_KEPT $(sed -n 's/.* \(rto_min_us.effective=[^ ]*\).*/\1/p' "$OUT"/c7-dmrto.*.log 2>/dev/null | head -n 1)"
 
 # Syscalls per request and setsockopt per receive: each variant's server under strace -f (every
 # syscall), for two numbers of requests on one connection; the difference leaves out start-up,
@@ -603,6 +606,10 @@ done
 . "$ROOT/bench/watchcost.sh"
 c9_run
 
+# ---- the path cases: the same stalls across emulated paths (bench/paths.sh) ----
+. "$ROOT/bench/paths.sh"
+paths_run
+
 # ---- the table ----
 cat >"$OUT/rows" <<EOF
 1 python keep-alive, NODELAY|p50 per request (ms)|c1.p50_us|plain|st|ms
@@ -724,6 +731,7 @@ c8_med() { awk -v k="$1" -v f="${2:-%.2f}" '$1 == k { v[++n] = $2 } END { if (!n
 	echo "| doctor CPU per second watched (ms) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.cpu.n$n %.0f)"; done)"
 	echo "| findings (idle connections: none expected) | $(for n in $C8_N; do printf '%s | ' "$(c8_med c8.findings.n$n %d)"; done)"
 	c9_table
+	paths_table
 } >>"$BB/table.md"
 
 "$BB/svgchart" "$BB/latency.svg" \

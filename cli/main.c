@@ -7,9 +7,12 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 #include "subcommands.h"
+#include "host/inspect.h"
+#include "run/run.h"
+#include "attach/attach.h"
 
 /* socktune [OPTIONS] [--] PROGRAM [ARGS...] */
 static int wrapper(int argc, char **argv)

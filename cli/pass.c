@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "socktune.h"
-#include "attach.h"
-#include "clock.h"
+#include "attach/attach.h"
+#include "host/clock.h"
 
 /* The network namespaces the family's processes are in besides ours (`ip netns exec NS
  * server`, a worker started so): one service each, its own sock_diag socket, opened when a

@@ -7,7 +7,9 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
+#include "check/check.h"
+#include "attach/attach.h"
 
 /* argv[0] is the subcommand's name, set in c as its mode before */
 static enum cli_status policy_parse(int argc, char **argv, struct policy_args *a, FILE *msg)
@@ -65,10 +67,8 @@ enum cli_status attach_parse(int argc, char **argv, void *args, FILE *msg)
 int attach_run(void *args)
 {
 	struct policy_args *a = args;
-	if (a->c.cgroup) {
-		stdio_fill();
+	if (a->c.cgroup)
 		return cg_attach_main(&a->c, &a->p);
-	}
 	struct attach_args aa = {.json = a->c.json, .connections = a->c.connections,
 	                         .follow = a->c.follow, .via = a->c.via, .targets = a->c.program};
 	return attach_main(&aa, &a->p);

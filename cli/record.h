@@ -368,6 +368,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(WCH_CONTAINER, "container", REC_STR, "watch: the container id of a listener's holder (its cgroup)") \
 	X(WCH_POD, "pod", REC_STR, "watch: the Kubernetes pod uid of a listener's holder (its cgroup)") \
 	X(WCH_POD_NAME, "pod_name", REC_STR, "watch: the Kubernetes pod's name (the hostname the kubelet gives its containers, /etc/hostname)") \
+	X(WCH_RTT_QUANTILE, "connection_quantile", REC_NUM, "watch: which of a listener's connections' RTTs a series is: the q-quantile over them by nearest rank (0 the least, 1 the most)") \
 	X(WCH_ID, "id", REC_STR, "watch: a finding's stable id (from its kind, netns, addr and port)") \
 	X(WCH_FLAPS, "flaps", REC_INT, "watch: times a finding came back soon after it cleared")     \
 	X(WCH_CLEARS_AFTER, "clears_after_windows", REC_INT,                                    \

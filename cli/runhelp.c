@@ -6,6 +6,7 @@
 #include "socktune.h"
 #include "cli.h"
 #include "subcommands.h"
+#include "run/run.h"
 
 void run_help(FILE *f)
 {

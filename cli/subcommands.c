@@ -10,22 +10,27 @@
 #include "cli.h"
 #include "record.h"
 #include "subcommands.h"
-#include "cgroup.h"
-#include "doctor.h"
-#include "revert.h"
-#include "watch.h"
+#include "cgroup/cgroup.h"
+#include "doctor/doctor.h"
+#include "revert/revert.h"
+#include "watch/watch.h"
+#include "host/inspect.h"
+#include "check/check.h"
+#include "stats/stats.h"
+#include "attach/attach.h"
 
 /* (In the order of socktune --help.  check and attach take the wrapper's options as well:
  * their parsers are the wrapper's, policyargs.c.) */
 const struct subcommand subcommands[] = {
 	{"check", "what this host will grant for the same options, and why",
-	 check_help, check_parse, check_run, sizeof(struct policy_args), SUB_JSON | SUB_POLICY,
+	 check_help, check_parse, check_run, sizeof(struct policy_args),
+	 SUB_JSON | SUB_POLICY | SUB_STDIO,
 	 (const char *const[]){"--json", "--strict", "--route ADDR", "--cgroup", "--peer PREFIX",
 	                       "--cgroup-path PATH", "--help", NULL}, check_takes},
 	{"attach", "tune a server that is already running, from outside (--cgroup: the kernel "
 	 "tunes its next connections)",
 	 attach_help, attach_parse, attach_run, sizeof(struct policy_args),
-	 SUB_JSON | SUB_POLICY | SUB_STOP,
+	 SUB_JSON | SUB_POLICY | SUB_STDIO | SUB_STOP,
 	 (const char *const[]){"--json", "--connections", "--follow", "--via VIA\tpidfd bpf auto",
 	                       "--cgroup", "--cgroup-root", "--peer PREFIX", "--help", NULL},
 	 attach_takes},
@@ -49,7 +54,7 @@ const struct subcommand subcommands[] = {
 	                       "--apply-netns NETNS\tall", "--via VIA\tpidfd bpf auto",
 	                       "--journal PATH", "--seconds SECONDS", "--help", NULL}, NULL},
 	{"revert", "undo what watch --apply changed, from its journal",
-	 revert_help, revert_parse, revert_main, sizeof(struct revert_args), 0,
+	 revert_help, revert_parse, revert_main, sizeof(struct revert_args), SUB_STDIO,
 	 (const char *const[]){"--journal PATH", "--via VIA\tpidfd bpf auto", "--help", NULL},
 	 NULL},
 };

@@ -29,12 +29,14 @@ int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 	if (strncmp(a, name, n) != 0)
 		return 0;
 	if (a[n] == '=') {
-		*val = a + n + 1;
+		*val = a[n + 1] ? a + n + 1 : NULL; /* --opt= gives no value */
 		return 1;
 	}
 	if (a[n] != '\0')
 		return 0; /* another option that begins with this one's name */
-	*val = *i + 1 < argc ? argv[++*i] : NULL;
+	/* the next word, unless it is another option (--journal --help): then no value was given,
+	 * and the option after is left for what it is */
+	*val = *i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0 ? argv[++*i] : NULL;
 	return 1;
 }
 

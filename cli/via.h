@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "bpfiter.h"
+#include "host/bpfiter.h"
 
 enum via { VIA_AUTO, VIA_PIDFD, VIA_BPF };
 

@@ -136,6 +136,25 @@ int st_policy_tunes_listeners(const struct st_policy *p)
 	return 0;
 }
 
+int st_sockops_sets(const struct st_policy *p, int i, int outgoing, long long *want)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	int w;
+	*want = 0;
+	if (o->sockops == ST_SOCKOPS_NONE)
+		return 0;
+	if (!st_is_sockopt(i)) { /* the program's own (initcwnd, ...): both ends */
+		*want = p->num[i];
+		return st_has(p, (enum st_var_id)i);
+	}
+	if (!st_opt_want(p, i, &w))
+		return 0;
+	if (outgoing ? !(o->flags & ST_O_CLIENT) : (o->flags & ST_O_CLIENT_ONLY) != 0)
+		return 0;
+	*want = (o->flags & ST_O_UNSIGNED) ? (long long)(unsigned)w : w;
+	return 1;
+}
+
 int st_iter_how(int i)
 {
 	if (st_iter_why(i))

@@ -155,6 +155,10 @@ static inline void st_sockopt_for(int i, int family, int *level, int *optname,
 	*label = v6 ? o->label6 : o->label;
 }
 
+/* Whether the cgroup mode's sock_ops program sets option i of p on accepted (outgoing: on
+ * outgoing) connections, and the value (check judges it, the cgroup mode builds from it). */
+int st_sockops_sets(const struct st_policy *p, int i, int outgoing, long long *want);
+
 /* Whether p sets option i, and to what (a name option: 1, the name is st_opt_name). */
 static inline int st_opt_want(const struct st_policy *p, int i, int *want)
 {

@@ -45,6 +45,17 @@ if command -v setpriv >/dev/null; then
 		"$(cg_field "$TMP/nopriv.json" privileged)" = false -a \
 		"$(cg_field "$TMP/nopriv.json" sockops_loads)" = false -a \
 		-n "$(cg_field "$TMP/nopriv.json" reason | grep -F 'CAP_BPF')"
+	# check --cgroup judges the cgroup mode's policy: where it cannot run, what its program would
+	# set takes no effect (--strict fails), and a route's metric is not the program's either
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" check --json --strict --cgroup \
+		--initcwnd 40 --route 127.0.0.1 >"$TMP/nopriv_cg.json" 2>"$TMP/nopriv_cg.err"
+	rc=$?
+	got=$($PY -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+o = [x for x in d["options"] if x["option"] == "initcwnd"][0]
+print(o["in_full"], o["verdict"], d["routes"][0].get("cgroup_initcwnd_wins"))' "$TMP/nopriv_cg.json" 2>&1)
+	check check_cgroup_strict_unusable "status $rc (want 1); initcwnd in_full, verdict, route's \
+cgroup_initcwnd_wins: $got" "$rc" = 1 -a "$got" = "False failed False"
 else
 	skip check_cgroup_mode_unprivileged "no setpriv"
 fi

@@ -6,6 +6,8 @@
 #  - the docs (README.md, docs/*, examples/) name a SOCKTUNE_ variable the code does not read;
 #  - an --option printed by `socktune --help` or a subcommand's --help is missing from
 #    docs/socktune.1;
+#  - a metric family socktune watch exports (cli/watch/watchprom.c's table, cli/promtext.h's
+#    shared ones) is not named in docs/socktune.1;
 #  - a man page does not render cleanly (groff -ww).
 # The checks first run once against copies with a known drift put in, so a check that
 # silently stopped matching anything is itself a failure.
@@ -110,6 +112,25 @@ if [ -x "$CLI" ]; then
 else
 	fail man1-every-option "$CLI not built"
 fi
+
+# ---- every metric family of socktune watch named in socktune(1) ----
+watch_families() {
+	grep -ho '"socktune_[a-z_]*"' cli/watch/watchprom.c cli/promtext.h | tr -d '"' | sort -u
+}
+# families_missing MAN1: the families MAN1 does not name (as a word: a longer name that
+# starts with one is not it)
+families_missing() {
+	watch_families | while read -r n; do
+		grep -q "$n\([^a-z_]\|$\)" "$1" || echo "$n"
+	done
+}
+nf=$(watch_families | grep -c .)
+check watch-families-found "found $nf families in cli/watch/watchprom.c and cli/promtext.h" "$nf" -ge 30
+sed '/socktune_listener_rtt_seconds/d' docs/socktune.1 >"$TMP/fam.1"
+check selftest-watch-families "dropping socktune_listener_rtt_seconds from the page went unnoticed" \
+	"$(families_missing "$TMP/fam.1")" = socktune_listener_rtt_seconds
+m=$(families_missing docs/socktune.1 | tr '\n' ' ')
+check man1-every-watch-family "families socktune watch exports missing from docs/socktune.1: $m" -z "$m"
 
 # ---- the capability an option needs: the table's one text (--help prints it from the
 # table's needs) in the option's entry of each document, and no other ----

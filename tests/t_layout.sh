@@ -4,30 +4,75 @@
 # depend on each other (read from the symbols each object defines and uses: a cycle of any
 # length fails); and the command's folders are layered: cli/host/ (the host view) uses
 # nothing of the command but itself (common/ and libc apart), and a subcommand's folder uses
-# no other subcommand's, only cli/host/, cli/findings/ and the top of cli/.
+# no other subcommand's, only cli/host/, cli/findings/ and the top of cli/: neither their
+# symbols nor their headers, each header named by its folder ("host/diag.h").
 . "$(dirname "$0")/lib.sh"
 
 long=$(cd "$ROOT" && wc -l shim/*.[ch] common/*.[ch] cli/*.[ch] cli/*/*.[ch] include/*.h |
 	awk '$2 != "total" && $1 >= 600 { printf "%s (%d) ", $2, $1 }')
 check files_under_600_lines "too long: $long" -z "$long"
 
-# The layering below, for headers too: a file in a subcommand's folder includes no header of
-# another subcommand's folder (each "x.h" resolved against the folders the command is built
-# with), so what two subcommands share lives in cli/findings/, cli/host/ or the top of cli/.
-(cd "$ROOT" && for f in cli/*/*.[ch]; do
-	sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
-		while read -r h; do
-			for d in cli/*/; do
-				[ -f "$d$h" ] && echo "$f ${d%/} $h"
-			done
-		done
-done) | awk '{
-	split($1, p, "/"); split($2, q, "/")
-	if (p[2] != q[2] && q[2] != "host" && q[2] != "findings")
-		printf "%s includes %s/%s\n", $1, $2, $3
-}' >"$TMP/cli.includes"
+# The layering below, for headers too, read off the include lines as the compiler resolves
+# them (the including file's folder, then -Iinclude -Ishim -Icommon -Icli): cli/host/ includes
+# only cli/host/, include/ and common/ headers; a file of a subcommand's folder (or of
+# cli/findings/) only its own folder's, cli/host/'s, cli/findings/' and the top's (cli/*.h);
+# the top any.  And every include line names a header of cli/ by its path from cli/
+# ("host/diag.h", "record.h"): a header of a subfolder named without its folder, or through
+# ./ or ../, fails, in cli/ and in the tests and benchmarks that include the command's files.
+(cd "$ROOT" && $PY - "$TMP/cli.seen" >"$TMP/cli.includes" 2>"$TMP/cli.names") <<'EOF'
+import glob, os, re, sys
+inc = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
+def layer(path):
+    p = path.split("/")
+    if p[0] in ("include", "common"):
+        return "common"
+    if p[0] != "cli":
+        return p[0]
+    return "top" if len(p) == 2 else p[1]
+def allowed(la, lb):
+    if la == "host":
+        return lb in ("host", "common")
+    if la == "top":
+        return lb != "shim"
+    return lb in (la, "host", "findings", "top", "common")
+seen = 0  # include lines of cli/ that name a header of cli/
+def lines(f):
+    for n, l in enumerate(open(f, errors="replace"), 1):
+        m = inc.match(l)
+        if m:
+            yield n, m.group(1), m.group(2)
+for f in sorted(glob.glob("cli/*.[ch]") + glob.glob("cli/*/*.[ch]")):
+    here = os.path.dirname(f)
+    for n, q, x in lines(f):
+        where = ([here] if q == '"' else []) + ["include", "shim", "common", "cli"]
+        hit = next((os.path.normpath(os.path.join(d, x)) for d in where
+                    if os.path.isfile(os.path.join(d, x))), None)
+        if hit is None:
+            if q == '"':
+                print("%s:%d: \"%s\" is nowhere in the tree" % (f, n, x), file=sys.stderr)
+            continue  # a system header
+        if any(c in (".", "..") for c in x.split("/")):
+            print("%s:%d: \"%s\" names its header through ./ or ../ (name it from cli/)"
+                  % (f, n, x), file=sys.stderr)
+        elif hit.startswith("cli/") and hit != "cli/" + x:
+            print("%s:%d: \"%s\" names no folder (name it from cli/: \"%s\")"
+                  % (f, n, x, hit[4:]), file=sys.stderr)
+        seen += hit.startswith("cli/")
+        if not allowed(layer(f), layer(hit)):
+            print("%s includes %s" % (f, hit))
+open(sys.argv[1], "w").write("%d\n" % seen)
+# The tests' and benchmarks' own includes of the command's files: by the same names.
+for f in sorted(glob.glob("tests/*/*.[ch]") + glob.glob("bench/*.[ch]")):
+    for n, q, x in lines(f):
+        p = os.path.normpath(os.path.join(os.path.dirname(f), x))
+        if p.startswith("cli/") and os.path.isfile(p):
+            print("%s:%d: \"%s\" names the command's file through ../ (name it from cli/: "
+                  "\"%s\", with -Icli)" % (f, n, x, p[4:]), file=sys.stderr)
+EOF
 check cli_header_layers "includes across layers: $(cat "$TMP/cli.includes")" \
-	! -s "$TMP/cli.includes"
+	"$(cat "$TMP/cli.seen" 2>/dev/null || echo 0)" -gt 100 -a ! -s "$TMP/cli.includes"
+check cli_include_names "include lines that do not name the folder: $(cat "$TMP/cli.names")" \
+	! -s "$TMP/cli.names"
 
 if ! command -v nm >/dev/null; then
 	skip library_files_acyclic "no nm"

@@ -71,10 +71,11 @@ for cc in gcc clang; do
 		fail build_$cc "$(grep -m 3 'error' "$TMP/make-$cc" | tr '\n' ' ')"
 	fi
 	bad=""
+	# (-Icli: bpfq and iterprobe name the command's host files as the command does)
 	for src in "$ROOT"/tests/helpers/*.c; do
 		$cc -std=gnu11 -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
 			-Wno-format-nonliteral -Werror -O2 -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE \
-			-I"$ROOT/include" -I"$ROOT/tests/helpers" -o "$TMP/helper" "$src" -lpthread \
+			-I"$ROOT/include" -I"$ROOT/tests/helpers" -I"$ROOT/cli" -o "$TMP/helper" "$src" -lpthread \
 			>>"$TMP/helpers-$cc" 2>&1 || bad="$bad $(basename "$src")"
 	done
 	check build_helpers_werror_$cc "did not build:$bad $(head -n 3 "$TMP/helpers-$cc" 2>/dev/null | tr '\n' ' ')" -z "$bad"

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "socktune.h"
-#include "attach.h"
-#include "clock.h"
-#include "grow.h"
-#include "pidinfo.h"
+#include "attach/attach.h"
+#include "host/clock.h"
+#include "host/grow.h"
+#include "host/pidinfo.h"
 
 void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 {

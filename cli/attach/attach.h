@@ -1,15 +1,36 @@
-/* What socktune attach (attach.c), its tuning step (attachtune.c) and the wrapper's attach
- * mode (supervise.c) share.  Internal to cli/. */
+/* socktune attach and the wrapper's attach mode (supervise.c): their entry points, and what
+ * attach.c, its tuning step (attachtune.c) and supervise.c share.  Internal to cli/. */
 #ifndef SOCKTUNE_ATTACH_H
 #define SOCKTUNE_ATTACH_H
 
 #include <stdio.h>
 
 #include "cli.h"
-#include "itertune.h"
 #include "record.h"
-#include "service.h"
 #include "via.h"
+#include "host/itertune.h"
+#include "host/service.h"
+#include "host/sockcopy.h"
+
+/* ---- attach.c: socktune attach (policyargs.c parses its command line) ---- */
+
+struct attach_args {
+	int json, connections, follow;
+	int via;        /* enum via (via.h) */
+	char **targets; /* PIDs and :PORTs, NULL-terminated */
+};
+int attach_main(const struct attach_args *a, const struct st_policy *p);
+/* attachargs.c: attach's --help; whether it takes policy option id (the others cannot
+ * reach a running server's sockets from outside); and the refusal of a command line that
+ * would apply nothing (CLI_BAD, the reason and what to add said on msg). */
+void attach_help(FILE *f);
+int attach_takes(int id);
+enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FILE *msg);
+
+/* ---- supervise.c: socktune --attach PROGRAM: the program as a child, tuned from outside ---- */
+int supervise_main(const struct cli *c, const struct st_policy *p);
+
+/* ---- what attach.c, attachtune.c, attachwatch.c, attachreset.c and supervise.c share ---- */
 
 struct attach_pidfd {
 	int pid, pidfd;

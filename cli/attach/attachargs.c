@@ -8,7 +8,7 @@
 #include "socktune.h"
 #include "socktune_apply.h"
 #include "socktune_opts.h"
-#include "cli.h"
+#include "attach/attach.h"
 #include "via.h"
 
 /* Why option id cannot reach anything from outside, or NULL when it can. */

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "socktune_kernel.h"
-#include "attach.h"
-#include "clock.h"
-#include "grow.h"
-#include "pidinfo.h"
+#include "attach/attach.h"
+#include "host/clock.h"
+#include "host/grow.h"
+#include "host/pidinfo.h"
 
 int attach_bpf_ok(struct attach_state *t)
 {

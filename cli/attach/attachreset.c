@@ -33,9 +33,9 @@
 
 #include "socktune.h"
 #include "socktune_apply.h"
-#include "attach.h"
-#include "clock.h"
-#include "grow.h"
+#include "attach/attach.h"
+#include "host/clock.h"
+#include "host/grow.h"
 
 #define RESET_WINDOW_NS (1000 * 1000 * 1000LL) /* the whole look, at most */
 #define RESET_STEP_NS (50 * 1000 * 1000LL)     /* between two looks */

@@ -19,8 +19,10 @@
 #include "socktune_host.h"
 #include "socktune_json.h"
 #include "socktune_kernel.h"
-#include "attach.h"
-#include "pidinfo.h"
+#include "attach/attach.h"
+#include "host/pidinfo.h"
+#include "host/probe.h"
+#include "host/nssysctl.h"
 
 const char *attach_in_netns(int pid, const char *cmd, char *buf, size_t n)
 {

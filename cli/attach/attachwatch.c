@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach.h"
-#include "clock.h"
-#include "findings.h"
+#include "attach/attach.h"
+#include "host/clock.h"
+#include "findings/findings.h"
 
 int attach_watch_wanted(const struct attach_state *t)
 {

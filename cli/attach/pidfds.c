@@ -4,8 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "attach.h"
-#include "grow.h"
+#include "attach/attach.h"
+#include "host/grow.h"
 
 int attach_pidfd(struct attach_state *t, int pid)
 {

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "socktune.h"
-#include "attach.h"
-#include "clock.h"
+#include "attach/attach.h"
+#include "host/clock.h"
 
 #define PASS_NS (ATTACH_PASS_MS * 1000 * 1000L)
 

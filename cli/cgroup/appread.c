@@ -18,10 +18,11 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
-#include "diag.h"
-#include "grow.h"
+#include "cgroup/cgroup.h"
+#include "host/diag.h"
+#include "host/grow.h"
 #include "record.h"
+#include "host/sockcopy.h"
 
 /* The mark map of the sock_ops program, which the setsockopt hook's presence goes with (-1:
  * neither; the scope is then applied here), and whether the caller ticks cg_app_readback
@@ -158,7 +159,7 @@ static int app_tuned(const struct app_sock *c, int copy, int outgoing)
 	unsigned port = outgoing ? c->peer_port : c->port;
 	if (st_has(app.p, id) && !st_port_in(outgoing ? app.p->client_ports : app.p->ports, port))
 		return 0;
-	return !app.npeers || cg_peer_in(app.peers, app.npeers, c->family, c->peer);
+	return !app.npeers || peer_in(app.peers, app.npeers, c->family, c->peer);
 }
 
 static int app_listed(const unsigned long long *v, int n, unsigned long long cookie)

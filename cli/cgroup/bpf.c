@@ -20,8 +20,8 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "bpf_abi.h"
-#include "cgroup.h"
+#include "host/bpf_abi.h"
+#include "cgroup/cgroup.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/bpf.h>)
@@ -237,7 +237,7 @@ static void set_options(struct cg_gen *g, const struct st_policy *p, int outgoin
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		long long want;
 		const struct st_sockopt *o = &st_sockopts[i];
-		if (!cg_sets(p, i, outgoing, &want) || o->sockops != ST_SOCKOPS_SET ||
+		if (!st_sockops_sets(p, i, outgoing, &want) || o->sockops != ST_SOCKOPS_SET ||
 		    (o->flags & ST_O_CLIENT_ONLY))
 			continue;
 		if (o->flags & ST_O_NAME) {
@@ -446,7 +446,7 @@ static int build(const struct st_policy *p, int client, long long hz, const stru
 	struct scope sc = {.p = p, .peers = peers, .npeers = npeers};
 	int out = cg_label(&g), passive = cg_label(&g), active = cg_label(&g), connect = cg_label(&g);
 	long long syncnt = 0;
-	int want_syncnt = client && cg_sets(p, ST_V_SYNCNT, 1, &syncnt);
+	int want_syncnt = client && st_sockops_sets(p, ST_V_SYNCNT, 1, &syncnt);
 
 	cg_emit(&g, ST_MOV_REG(R6, R1));
 	cg_emit(&g, ST_LDX(ST_BPF_W, R7, R6, ST_SOCK_OPS_OP));

@@ -1,32 +1,14 @@
-/* Which options socktune --cgroup sets (the table's sockops column) and the refusals: under
- * --cgroup (and check --cgroup) an option the program cannot set, with the mode that sets it;
- * in every other mode an option only the program sets. */
+/* The refusals of socktune --cgroup (which options it sets, the table's sockops column:
+ * st_sockops_sets, common/options.c): under --cgroup (and check --cgroup) an option the
+ * program cannot set, with the mode that sets it; in every other mode an option only the
+ * program sets. */
 #include <stdio.h>
 #include <string.h>
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "via.h"
-
-int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want)
-{
-	const struct st_sockopt *o = &st_sockopts[i];
-	int w;
-	*want = 0;
-	if (o->sockops == ST_SOCKOPS_NONE)
-		return 0;
-	if (!st_is_sockopt(i)) { /* the program's own (initcwnd, ...): both ends */
-		*want = p->num[i];
-		return st_has(p, (enum st_var_id)i);
-	}
-	if (!st_opt_want(p, i, &w))
-		return 0;
-	if (outgoing ? !(o->flags & ST_O_CLIENT) : (o->flags & ST_O_CLIENT_ONLY) != 0)
-		return 0;
-	*want = (o->flags & ST_O_UNSIGNED) ? (long long)(unsigned)w : w;
-	return 1;
-}
 
 /* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
 static const char *refused(int id, int attach)
@@ -80,8 +62,8 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 		if (!cgroup && st_cgroup_only(id) && !(c->attach && st_iter_how(id) != ST_ITER_NONE))
 			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: %s",
 			                   how, name, c->check ? "check it with socktune check --cgroup"
-			                   : c->attach ? "run the program under socktune --cgroup (socktune "
-			                                 "--help)"
+			                   : c->attach ? "add --cgroup (socktune attach --cgroup: the "
+			                                 "kernel tunes the server's next connections)"
 			                               : "run the program under socktune --cgroup instead "
 			                                 "(socktune --help)");
 		const char *why = cgroup ? refused(id, c->attach) : NULL;
@@ -114,7 +96,7 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 		int any = 0;
 		long long w;
 		for (int i = 0; i < ST_O_COUNT && !any; i++)
-			any = cg_sets(p, i, 0, &w) || (st_on(p, ST_V_CLIENT) && cg_sets(p, i, 1, &w));
+			any = st_sockops_sets(p, i, 0, &w) || (st_on(p, ST_V_CLIENT) && st_sockops_sets(p, i, 1, &w));
 		if (!any)
 			return usage_error(msg, "attach --cgroup: nothing to apply: give an option the "
 			                   "sock_ops program sets (--initcwnd 40, --delack-max 5ms, "

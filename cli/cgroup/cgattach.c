@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 
 #include "socktune.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
-#include "owned.h"
+#include "host/owned.h"
 
 #define MAX_WHERE 256
 #define MAX_PROGS 64

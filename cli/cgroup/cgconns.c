@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "clock.h"
-#include "diag.h"
-#include "itertune.h"
-#include "pidinfo.h"
+#include "cgroup/cgroup.h"
+#include "host/clock.h"
+#include "host/diag.h"
+#include "host/itertune.h"
+#include "host/pidinfo.h"
 #include "record.h"
 #include "via.h"
 
@@ -62,7 +62,7 @@ int cg_conns_apply(const char *target, const struct cg_where *w, const struct st
 	int opts[IT_OPTS], wants[IT_OPTS], nopt = 0, refused = 0;
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		long long want;
-		if (!cg_sets(p, i, 0, &want))
+		if (!st_sockops_sets(p, i, 0, &want))
 			continue;
 		if (st_iter_how(i) == ST_ITER_NONE || nopt == IT_OPTS) {
 			if (w->nconns) /* (said; not a failure: the program sets it, where it can) */

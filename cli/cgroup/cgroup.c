@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "owned.h"
+#include "cgroup/cgroup.h"
+#include "host/owned.h"
 
 int cg_own_dir(char *out, size_t n, char *err, size_t en)
 {

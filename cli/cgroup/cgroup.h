@@ -5,7 +5,7 @@
  *   (cli/host/bpfcall.c: the other bpf(2) calls: attach, detach, query; cli/host/cgv2.c:
  *   the cgroup v2 mount, a process's cgroup)
  *   cgroup.c    the wrapper's own cgroup, the child made, entered, removed
- *   cgargs.c    which options the mode sets, and the refusal of those it cannot (both ways)
+ *   cgargs.c    the options the mode cannot set refused (both ways; which it sets: common/options.c st_sockops_sets)
  *   readback.c  a probe connection made inside the cgroup: what the kernel applied
  *   appread.c   the program's own first connections, read back from the wrapper's ticks
  *   ends.c      one end of a connection read and said (the probe's, the program's own)
@@ -25,8 +25,9 @@
 
 #include "socktune.h"
 #include "cli.h"
-#include "bpfhost.h"
-#include "bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/bpf_abi.h"
+#include "host/hostinfo.h"
 
 /* ---- bpf.c ---- */
 
@@ -233,9 +234,6 @@ void detach_help(FILE *f);
 /* Under --cgroup: an option of p the program cannot set, refused (the mode that sets it
  * named).  Elsewhere: an option only --cgroup sets, refused.  CLI_GO or CLI_BAD, said. */
 enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *msg);
-/* Whether the program sets option i (an index of st_sockopts) of p on accepted (outgoing:
- * on outgoing) connections, and the value. */
-int cg_sets(const struct st_policy *p, int i, int outgoing, long long *want);
 
 /* ---- readback.c ---- */
 
@@ -278,8 +276,6 @@ void cg_read_end(int fd, const struct st_policy *p, int outgoing, struct cg_end 
  * program's own connection: it reads another). */
 int cg_say_end(const struct st_policy *p, const struct cg_end *e, int outgoing,
                const struct host *h, const char *dir, int insns, unsigned prog_id, int app);
-/* Whether the remote address (family, addr) is in one of peers, as the program matches it. */
-int cg_peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned char *addr);
 /* (appread.c) The app read-back armed for the cgroup dir (cg_readback does it); whether the
  * caller ticks it (cg_app_follow was called). */
 void cg_app_arm(const char *dir, const struct st_policy *p, int client, const struct host *h,

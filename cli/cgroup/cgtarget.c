@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "diag.h"
-#include "grow.h"
-#include "pidinfo.h"
+#include "cgroup/cgroup.h"
+#include "host/diag.h"
+#include "host/grow.h"
+#include "host/pidinfo.h"
 
 struct found {
 	unsigned long long ino, cgroup_id, cookie;

@@ -12,7 +12,7 @@
 #include "socktune.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 
 /* What the congestion control leaves in snd_ssthresh when it keeps none (BBR: it sets it at
@@ -30,7 +30,7 @@ void cg_read_end(int fd, const struct st_policy *p, int outgoing, struct cg_end 
 	for (int i = 0; i < ST_O_COUNT; i++) {
 		long long want;
 		e->got[i] = UNREAD;
-		if (!cg_sets(p, i, outgoing, &want))
+		if (!st_sockops_sets(p, i, outgoing, &want))
 			continue;
 		if (i == ST_V_INITCWND && have_info)
 			e->got[i] = ti.tcpi_snd_cwnd;
@@ -89,7 +89,7 @@ int cg_say_end(const struct st_policy *p, const struct cg_end *e, int outgoing,
 		return 0;
 	for (int i = 0; i < ST_O_COUNT; i = st_opt_next(i)) {
 		long long want, got = e->got[i];
-		if (!cg_sets(p, i, outgoing, &want))
+		if (!st_sockops_sets(p, i, outgoing, &want))
 			continue;
 		unsigned flags = st_sockopts[i].flags;
 		int k = K_OPTION + i;
@@ -180,25 +180,4 @@ int cg_say_end(const struct st_policy *p, const struct cg_end *e, int outgoing,
 		fprintf(stderr, "socktune: --cgroup: the kernel did not apply %s on a probe connection "
 		        "in the cgroup%s%s; nothing is left attached\n", why, fix[0] ? ": " : "", fix);
 	return refused != 0;
-}
-
-/* Whether the remote address (family, addr) is in one of peers, as the sock_ops program
- * matches it (bpf.c's peers_check): an IPv4 prefix takes an IPv4 peer on an IPv6 socket too
- * (::ffff:a.b.c.d); an IPv6 prefix the 16 bytes as they are. */
-int cg_peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned char *addr)
-{
-	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	for (int k = 0; k < npeers; k++) {
-		const unsigned char *a = addr;
-		if (peers[k].family == AF_INET && family == AF_INET6 && memcmp(addr, mapped, 12) == 0)
-			a = addr + 12;
-		else if (peers[k].family != family)
-			continue;
-		int ok = 1;
-		for (int b = 0; ok && b < peers[k].len; b++)
-			ok = ((a[b / 8] ^ peers[k].addr[b / 8]) & (0x80 >> (b % 8))) == 0;
-		if (ok)
-			return 1;
-	}
-	return 0;
 }

@@ -9,7 +9,7 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 
 /* The count map's value: one per held option and end (key 2 * k + end, k an index of

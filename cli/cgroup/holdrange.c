@@ -12,7 +12,7 @@
 #include "socktune.h"
 #include "socktune_opts.h"
 #include "socktune_kernel.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 
 /* ---- what the kernel takes of an app's value, from any process ----
  * The hook writes our value before the kernel checks the app's: an app's value the kernel

@@ -43,7 +43,7 @@
 #include "socktune.h"
 #include "socktune_opts.h"
 #include "socktune_kernel.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "record.h"
 
 #if defined(__has_include)
@@ -71,7 +71,7 @@ int cg_hold_ends(const struct st_policy *p, int client, int i)
 	 * (set_options in bpf.c), as an app would set it (a label: a socket option) */
 	if (!st_is_sockopt(i) || o->sockops != ST_SOCKOPS_SET || (o->flags & ST_O_CLIENT_ONLY))
 		return 0;
-	return (cg_sets(p, i, 0, &want) ? 1 : 0) | (client && cg_sets(p, i, 1, &want) ? 2 : 0);
+	return (st_sockops_sets(p, i, 0, &want) ? 1 : 0) | (client && st_sockops_sets(p, i, 1, &want) ? 2 : 0);
 }
 
 static void ld_map(struct cg_gen *g, int reg, int map_fd)
@@ -309,7 +309,7 @@ static int hook_build(const struct st_policy *p, int client, long long hz,
 		int i = pg->held[k];
 		long long want = 0;
 		int ends = cg_hold_ends(p, client, i);
-		cg_sets(p, i, ends & 1 ? 0 : 1, &want);
+		st_sockops_sets(p, i, ends & 1 ? 0 : 1, &want);
 		cg_place(&g, body[k]);
 		marked(&g, h.mark_fd, ends, out);
 		if (st_sockopts[i].flags & ST_O_NAME)
@@ -388,7 +388,7 @@ int cg_progs_load(const struct st_policy *p, int client, long long hz,
 		char why[512], key[ST_KEY_MAX];
 		if (!ends)
 			continue;
-		cg_sets(p, i, ends & 1 ? 0 : 1, &want);
+		st_sockops_sets(p, i, ends & 1 ? 0 : 1, &want);
 		if (cg_holdable(i, want, st_opt_name(p, i), hz, &cc, why, sizeof why)) {
 			g->held[g->nheld++] = i;
 			continue;

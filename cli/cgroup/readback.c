@@ -27,10 +27,10 @@
 #include "socktune.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
-#include "diag.h"
-#include "grow.h"
-#include "netlink.h"
+#include "cgroup/cgroup.h"
+#include "host/diag.h"
+#include "host/grow.h"
+#include "host/netlink.h"
 #include "record.h"
 
 #define SCOPE_PORT "a port of the scope" /* (the probe's step that found none free) */
@@ -141,7 +141,7 @@ int cg_readback(const char *dir, const struct st_policy *p, int client, const st
 	static struct probe r;
 	static const unsigned char lo[16] = {127, 0, 0, 1};
 	cg_app_arm(dir, p, client, h, insns, prog_id, peers, npeers);
-	if (npeers && !cg_peer_in(peers, npeers, AF_INET, lo)) {
+	if (npeers && !peer_in(peers, npeers, AF_INET, lo)) {
 		fprintf(stderr, "socktune: --cgroup: not read back: the probe connection's peer, "
 		        "127.0.0.1, is outside every --peer prefix (the program tunes only connections "
 		        "from those; socktune check shows what this host grants)\n");

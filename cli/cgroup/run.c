@@ -27,10 +27,11 @@
 #include <unistd.h>
 
 #include "socktune.h"
-#include "cgroup.h"
-#include "clock.h"
-#include "service.h"
-#include "owned.h"
+#include "socktune_apply.h"
+#include "cgroup/cgroup.h"
+#include "host/clock.h"
+#include "host/service.h"
+#include "host/owned.h"
 
 #define REMOVE_WAIT_MS 2000 /* for the processes the program left in its cgroup */
 

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "socktune_host.h"
-#include "bpfhost.h"
-#include "checksay.h"
-#include "cli.h"
+#include "host/bpfhost.h"
+#include "check/checksay.h"
+#include "check/check.h"
 
 enum { CAP_SYS_ADMIN_NR = 21, CAP_BPF_NR = 39 }; /* linux/capability.h */
 

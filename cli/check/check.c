@@ -14,7 +14,8 @@
 #include "socktune_apply.h"
 #include "socktune_host.h"
 #include "socktune_kernel.h"
-#include "cli.h"
+#include "check/check.h"
+#include "host/probe.h"
 
 /* Option i of p applied to a probe socket by the apply step the library runs (as on a
  * listener): -1 with errno when there is no probe socket. */
@@ -345,6 +346,24 @@ static int run_checks(const struct st_policy *p, const struct host *h, struct ve
 	return n;
 }
 
+/* Under check --cgroup, where the cgroup mode cannot run: what its program would set does not
+ * take effect at all (the probe socket's verdict is the library's, not the program's). */
+static void cgroup_unusable(const struct st_policy *p, const struct cgmode *cg, struct verdict *v,
+                            int n)
+{
+	for (int i = 0; i < n; i++) {
+		long long want;
+		if (!st_cgroup_only(v[i].id) && !st_sockops_sets(p, v[i].id, 0, &want) &&
+		    !(st_on(p, ST_V_CLIENT) && st_sockops_sets(p, v[i].id, 1, &want)))
+			continue;
+		v[i].status = V_FAILED;
+		v[i].measured = 0;
+		snprintf(v[i].why, sizeof v[i].why, "not applied: the cgroup mode cannot run here: %.250s",
+		         cg->why);
+		snprintf(v[i].fix, sizeof v[i].fix, "%s", cg->fix);
+	}
+}
+
 /* --strict counts the configured values only: a route without quickack is information (its
  * fix needs CAP_NET_ADMIN and is the host's, not the program's). */
 int check_main(const struct cli *c, const struct st_policy *p)
@@ -355,15 +374,17 @@ int check_main(const struct cli *c, const struct st_policy *p)
 	struct route_result routes[CLI_MAX_ROUTES];
 	read_host(&h);
 	int n = run_checks(p, &h, v);
+	struct cgmode cg;
+	cgmode_read(c->cgroup_path, &cg);
+	if (c->check_cgroup && !cg.usable)
+		cgroup_unusable(p, &cg, v, n);
 	memory_exposure(&h, v, n, &m);
 	int not_full = 0;
 	for (int i = 0; i < n; i++)
 		not_full += !V_IN_FULL(v[i].status);
 	for (int i = 0; i < c->nroutes && i < CLI_MAX_ROUTES; i++)
 		if (route_lookup(c->route[i], &routes[i]) == 0)
-			route_path_judge(&routes[i], c, p, &h);
-	struct cgmode cg;
-	cgmode_read(c->cgroup_path, &cg);
+			route_path_judge(&routes[i], c, p, &h, cg.usable);
 	struct report r = {.h = &h, .cg = &cg, .v = v, .n = n, .not_full = not_full, .m = &m,
 	                   .routes = routes, .nroutes = c->nroutes};
 	say_report(&r, c->json);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "socktune_kernel.h"
-#include "checksay.h"
+#include "check/checksay.h"
 
 void say_begin(struct say *s, int json, FILE *f)
 {

@@ -8,8 +8,8 @@
 
 #include "socktune.h"
 #include "socktune_kernel.h"
-#include "checksay.h"
-#include "cli.h"
+#include "check/checksay.h"
+#include "check/check.h"
 
 /* JSON's "verdict" of each verdict, in the order of enum verdict_status. */
 static const char *const status_names[] = {"ok", "note", "unchecked", "clamped",

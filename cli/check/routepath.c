@@ -30,9 +30,8 @@
 #include "socktune_host.h"
 #include "socktune_kernel.h"
 #include "socktune_opts.h"
-#include "cgroup.h"
-#include "checksay.h"
-#include "cli.h"
+#include "check/checksay.h"
+#include "check/check.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/rtnetlink.h>)
@@ -136,20 +135,21 @@ static void scope_words(const struct cli *c, const struct st_policy *p, struct r
 }
 
 void route_path_judge(struct route_result *r, const struct cli *c, const struct st_policy *p,
-                      const struct host *h)
+                      const struct host *h, int cg_usable)
 {
 	struct route_path *rp = &r->path;
 	const struct st_route *rt = &r->route;
 	memset(rp, 0, sizeof *rp);
 	unsigned lock = rt->has_metric >> ST_RTAX_LOCK & 1 ? rt->metric[ST_RTAX_LOCK] : 0;
 	rp->cgroup = c->check_cgroup;
+	rp->unusable = rp->cgroup && !cg_usable;
 	rp->peer_match = 1;
 	if (rp->cgroup) {
 		int family;
 		unsigned char b[16];
 		scope_words(c, p, rp);
 		if (c->npeers && addr_bytes(r->addr, &family, b) == 0)
-			rp->peer_match = cg_peer_in(c->peer, c->npeers, family, b);
+			rp->peer_match = peer_in(c->peer, c->npeers, family, b);
 	}
 	for (int m = 0; m < PATH_COUNT; m++) {
 		const struct path_row *row = &rows[m];
@@ -176,15 +176,15 @@ void route_path_judge(struct route_result *r, const struct cli *c, const struct 
 		 * sets on accepted connections and, with --client, outgoing ones) */
 		long long want = 0;
 		v->cg = rp->cgroup && st_has(p, row->id) &&
-		        (cg_sets(p, row->id, 0, &want) ||
-		         (st_on(p, ST_V_CLIENT) && cg_sets(p, row->id, 1, &want)));
+		        (st_sockops_sets(p, row->id, 0, &want) ||
+		         (st_on(p, ST_V_CLIENT) && st_sockops_sets(p, row->id, 1, &want)));
 		if (!v->cg)
 			continue;
 		if (row->flags & P_NAME)
 			snprintf(v->cg_name, sizeof v->cg_name, "%s", st_opt_name(p, row->id));
 		else
 			v->cg_num = p->num[row->id];
-		v->wins = rp->peer_match &&
+		v->wins = rp->peer_match && !rp->unusable &&
 		          !((row->flags & P_LOCK_WINS) && v->locked && route_counts(row, v));
 	}
 }
@@ -254,6 +254,9 @@ static void say_metric(struct say *s, int m, const struct route_path *rp, const 
 	say_bool(s, row->k_wins, NULL, NULL, NULL, v->wins);
 	if (v->wins)
 		say_text(s, "      --cgroup sets %s instead: %s\n", cg, row->program_wins);
+	else if (rp->unusable)
+		say_text(s, "      --cgroup would set %s, but the cgroup mode cannot run here (below): "
+		         "%s stays\n", cg, stays);
 	else if (!rp->peer_match)
 		say_text(s, "      --cgroup would set %s, but not for %s (not in --peer %s): %s stays\n",
 		         cg, addr, rp->peers, stays);

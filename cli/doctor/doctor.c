@@ -26,9 +26,10 @@
 
 #include "socktune_host.h"
 #include "socktune_opts.h"
-#include "clock.h"
-#include "doctor.h"
-#include "grow.h"
+#include "host/clock.h"
+#include "doctor/doctor.h"
+#include "host/grow.h"
+#include "host/probe.h"
 
 
 #define TICK_MS 20           /* listener samples: 50 a second */
@@ -425,9 +426,7 @@ int doctor_main(void *args)
 	stop_on_signals();
 	/* with 0-2 closed, the first socket opened would take one: the report would go into it */
 	int no_stdout = fcntl(1, F_GETFD) < 0;
-	for (int fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
-			return 3;
+	stdio_fill();
 	if (no_stdout) {
 		fprintf(stderr, "socktune: doctor: stdout is closed: no report to write\n");
 		return 3;

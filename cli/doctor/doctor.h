@@ -12,9 +12,9 @@
 
 #include "cli.h"
 #include "record.h"
-#include "diag.h"
-#include "window.h"
-#include "findings.h"
+#include "host/diag.h"
+#include "findings/window.h"
+#include "findings/findings.h"
 
 /* ---- startcmd.c: how a running process would be started again ---- */
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor.h"
+#include "doctor/doctor.h"
 
 void doctor_help(FILE *f)
 {

@@ -10,8 +10,9 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "bpfhost.h"
-#include "doctor.h"
+#include "host/bpfhost.h"
+#include "doctor/doctor.h"
+#include "host/hostinfo.h"
 
 #define MAX_CGROUPS 8
 #define MAX_PROGS 16

@@ -14,7 +14,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include "doctor.h"
+#include "doctor/doctor.h"
+#include "host/probe.h"
+#include "host/sockcopy.h"
 
 #define MAX_NODELAY_LOOKS 256
 #define MAX_FOLLOWED 256  /* connections whose TCP_NODELAY is read during the window */

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 
 #include "socktune_json.h"
-#include "doctor.h"
+#include "doctor/doctor.h"
 
 #define TEXT_WORST 10 /* connections listed in the text report */
 #define JSON_WORST 50 /* ... and in JSON */

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 
 #include "socktune_host.h"
-#include "doctor.h"
+#include "doctor/doctor.h"
+#include "host/route.h"
+#include "host/nssysctl.h"
 
 const char *const doc_counter_names[C_COUNT] = {
 	"ListenOverflows", "ListenDrops", "TCPSynRetrans", "RetransSegs", "TCPTimeouts",

@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #include "socktune.h"
-#include "doctor.h"
+#include "doctor/doctor.h"
+#include "host/inspect.h"
 
 #define MAX_TEXT 65536 /* bytes of a command line or an environment read */
 #define MAX_WORDS 4096

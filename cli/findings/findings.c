@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "socktune_kernel.h"
-#include "window.h"
-#include "findings.h"
+#include "findings/window.h"
+#include "findings/findings.h"
 
 #define NO_RTT UINT32_MAX /* tcpi_min_rtt before the first rtt sample */
 

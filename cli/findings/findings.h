@@ -35,8 +35,9 @@ enum { DOC_AT_LEAST = 1 };
  *   where   doctor, watch or both
  *   option, value, flags   the cure watch --apply sets on a live socket from outside: an
  *           option of the ST_VARIABLES table that sockcopy sets (the backlog, an int socket
- *           option: cli.h's sockcopy_takes), journalled by the option's key (st_opt_key:
- *           "backlog", "nodelay"), the only names revert takes back; DOC_NO_CURE: none.
+ *           option: host/sockcopy.h's sockcopy_takes), journalled by the option's key
+ *           (st_opt_key: "backlog", "nodelay"), the only names revert takes back;
+ *           DOC_NO_CURE: none.
  *           An option the accepted connections inherit is set on the listener's
  *           connections too, and the listener's new ones are read to see that it holds.
  * The order of the rows is the order the findings are reported in. */

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "socktune_kernel.h"
-#include "window.h"
-#include "findings.h"
+#include "findings/window.h"
+#include "findings/findings.h"
 
 /* A counter's change, 0 when unknown: for a sum of pressures */
 static long long known(const struct doc_ns *ns, int k)

@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "socktune_kernel.h"
-#include "window.h"
-#include "findings.h"
+#include "findings/window.h"
+#include "findings/findings.h"
 
 #define BACKLOG_CURE DOC_BACKLOG_CURE
 

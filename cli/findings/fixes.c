@@ -10,8 +10,9 @@
 #include "socktune_host.h"
 #include "socktune_opts.h"
 #include "cli.h"
-#include "window.h"
-#include "findings.h"
+#include "findings/window.h"
+#include "findings/findings.h"
+#include "host/inspect.h"
 
 double doc_share(uint64_t part, uint64_t busy)
 {

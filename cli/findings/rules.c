@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "socktune_opts.h"
-#include "findings.h"
+#include "findings/findings.h"
 
 const struct doc_rule doc_rules[DOC_R_COUNT] = {
 #define DOC_ROW(id, kind_, judge_, where_, option_, value_, flags_)                   \

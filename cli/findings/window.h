@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "record.h"
-#include "diag.h"
+#include "host/diag.h"
 
 /* How a running process would be started again (doctor's startcmd.c reads it; a fix that
  * restarts the service prints it) */

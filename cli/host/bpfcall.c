@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "bpf_abi.h"
-#include "bpfhost.h"
+#include "host/bpf_abi.h"
+#include "host/bpfhost.h"
 
 long cg_bpf(int cmd, void *attr, size_t size)
 {

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpf_abi.h"
-#include "bpfhost.h"
-#include "bpfiter.h"
-#include "btf.h"
+#include "host/bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/bpfiter.h"
+#include "host/btf.h"
 #include "socktune_host.h"
 
 /* The bpf(2) ABI this file adds to bpf_abi.h's */

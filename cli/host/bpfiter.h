@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf_abi.h"
+#include "host/bpf_abi.h"
 
 /* The BPF-only TCP options (linux/bpf.h; this machine's headers lack the later ones) */
 #define BI_TCP_BPF_IW 1001

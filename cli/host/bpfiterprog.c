@@ -12,8 +12,8 @@
  * (net/ipv4/tcp_ipv4.c bpf_iter_tcp_get_func_proto). */
 #include <stdint.h>
 
-#include "bpf_abi.h"
-#include "bpfiter.h"
+#include "host/bpf_abi.h"
+#include "host/bpfiter.h"
 
 enum { BI_FN_get_socket_cookie = 46, BI_FN_getsockopt = 57, BI_FN_seq_write = 127 };
 /* struct bpf_iter__tcp: the iterator's meta (meta->seq at its offset 0), then the socket */

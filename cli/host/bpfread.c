@@ -18,9 +18,9 @@
 
 #include "socktune.h"
 #include "socktune_opts.h"
-#include "bpf_abi.h"
-#include "bpfhost.h"
-#include "owned.h"
+#include "host/bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/owned.h"
 
 #define MAX_XLATED 4096
 

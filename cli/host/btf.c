@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bpf_abi.h"
-#include "btf.h"
+#include "host/bpf_abi.h"
+#include "host/btf.h"
 
 #if defined(__has_include)
 #if __has_include(<linux/btf.h>)

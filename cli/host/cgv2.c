@@ -10,8 +10,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "bpfhost.h"
-#include "pidinfo.h"
+#include "host/bpfhost.h"
+#include "host/pidinfo.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

@@ -16,9 +16,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "diag.h"
-#include "netlink.h"
-#include "pidinfo.h"
+#include "host/diag.h"
+#include "host/netlink.h"
+#include "host/pidinfo.h"
 
 /* sock_diag's ABI (linux/inet_diag.h, linux/sock_diag.h), written out as netlink.h is */
 struct diag_id {

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "host/grow.h"
 
 int grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first)
 {

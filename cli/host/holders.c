@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "socktune_json.h"
-#include "diag.h"
-#include "grow.h"
+#include "host/diag.h"
+#include "host/grow.h"
 
 void holders_add(struct holders *hs, unsigned long long ino, int pid, int fd)
 {

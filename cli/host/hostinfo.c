@@ -11,7 +11,8 @@
 
 #include "socktune_host.h"
 #include "socktune_kernel.h"
-#include "cli.h"
+#include "host/probe.h"
+#include "host/hostinfo.h"
 
 const struct host_sysctl host_sysctls[] = {
 	{"net.core.rmem_max", 0},

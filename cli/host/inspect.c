@@ -11,7 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "host/inspect.h"
 
 /* The file execvp would run: a name with a slash as is, otherwise the first executable
  * regular file of that name along PATH. */

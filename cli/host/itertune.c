@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "itertune.h"
+#include "host/diag.h"
+#include "host/itertune.h"
 
 int it_add(struct it_sock *s, int opt, int want)
 {

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "socktune_apply.h"
-#include "bpfiter.h"
+#include "host/bpfiter.h"
 
 #define IT_OPTS 24 /* options on one socket (the table's iterator ones, fewer still) */
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "socktune_host.h"
-#include "cli.h"
-#include "pidinfo.h"
+#include "host/pidinfo.h"
+#include "host/nssysctl.h"
 
 /* A sysctl of the target's network namespace (its somaxconn, rmem_max cap what is set on its
  * sockets, not ours): read here when it is ours, else by a child that joins it (setns needs

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpf_abi.h"
-#include "bpfhost.h"
-#include "owned.h"
-#include "grow.h"
+#include "host/bpf_abi.h"
+#include "host/bpfhost.h"
+#include "host/owned.h"
+#include "host/grow.h"
 
 #define RECORD_HEAD "socktune-cgroup-record 1\n"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pidinfo.h"
+#include "host/pidinfo.h"
 
 const char *pid_cgroup_file(int pid, char *buf, size_t n)
 {

@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bpfhost.h"
-#include "diag.h"
-#include "itertune.h"
-#include "pidinfo.h"
+#include "host/bpfhost.h"
+#include "host/diag.h"
+#include "host/itertune.h"
+#include "host/pidinfo.h"
 
 #define RUN_NETNS "/run/netns"
 

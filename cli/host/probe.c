@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "host/probe.h"
 
 /* Raw system calls for the probe socket: when this command itself runs under a preloaded
  * libsocktune (a wrapper nested in a wrapped script), socket, bind, listen, setsockopt and

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "socktune_kernel.h"
-#include "cli.h"
-#include "netlink.h"
+#include "host/netlink.h"
+#include "host/route.h"
 
 /* rtnetlink's own (linux/rtnetlink.h), written out as netlink.h is */
 struct rt_hdr {

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service.h"
-#include "clock.h"
-#include "grow.h"
-#include "itertune.h"
+#include "host/service.h"
+#include "host/clock.h"
+#include "host/grow.h"
+#include "host/itertune.h"
 
 /* ---- the sockets: sock_diag, or /proc/PID/net ---- */
 

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "diag.h"
+#include "host/diag.h"
 
 /* A map of nonzero 64-bit keys to small values, open addressing, grown as it fills. */
 struct svc_map {

@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 #include "socktune_apply.h"
-#include "cli.h"
-#include "owned.h"
+#include "host/owned.h"
+#include "host/probe.h"
+#include "host/sockcopy.h"
 
 unsigned long long sockcopy_start_of(int pid)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
-#include "grow.h"
+#include "host/service.h"
+#include "host/grow.h"
 
 static size_t slot_of(const struct svc_map *m, unsigned long long key)
 {

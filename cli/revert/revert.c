@@ -23,13 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "findings.h"
-#include "itertune.h"
+#include "host/diag.h"
+#include "findings/findings.h"
 #include "journal.h"
 #include "record.h"
-#include "revert.h"
+#include "revert/revert.h"
 #include "via.h"
+#include "host/itertune.h"
+#include "host/sockcopy.h"
 
 #define LOCK_WAIT_MS 10000 /* for another revert's lock on the journal */
 

@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "diag.h"
-#include "findings.h"
-#include "itertune.h"
+#include "host/clock.h"
+#include "host/diag.h"
+#include "findings/findings.h"
+#include "host/itertune.h"
+#include "host/sockcopy.h"
 #include "journal.h"
 #include "record.h"
-#include "revert.h"
+#include "revert/revert.h"
 #include "via.h"
 
 /* What sock_diag shows of the namespace: the journalled socket, and the connections on it

@@ -12,9 +12,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "diag.h"
+#include "host/diag.h"
 #include "journal.h"
-#include "revert.h"
+#include "revert/revert.h"
+#include "host/sockcopy.h"
 
 struct found {
 	int family;

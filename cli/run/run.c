@@ -12,7 +12,8 @@
 #include "socktune.h"
 #include "socktune_host.h"
 #include "socktune_kernel.h"
-#include "cli.h"
+#include "run/run.h"
+#include "host/inspect.h"
 
 static void self_path(const char *argv0, char *out)
 {

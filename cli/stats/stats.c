@@ -15,7 +15,7 @@
 
 #include "socktune.h"
 #include "socktune_stats.h"
-#include "cli.h"
+#include "stats/stats.h"
 #include "record.h"
 
 static enum cli_status format_arg(struct stats_args *s, const char *v, FILE *msg)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "stats/stats.h"
 #include "promtext.h"
 #include "record.h"
 

@@ -18,8 +18,8 @@
 #include "socktune.h"
 #include "socktune_host.h"
 #include "socktune_stats.h"
-#include "cli.h"
-#include "diag.h"
+#include "stats/stats.h"
+#include "host/diag.h"
 #include "record.h"
 
 /* A damaged file (or a copy read while a slot was being filled) must not make us read past

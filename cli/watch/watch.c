@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bpfhost.h"
-#include "clock.h"
-#include "diag.h"
-#include "owned.h"
-#include "watch.h"
+#include "host/bpfhost.h"
+#include "host/clock.h"
+#include "host/diag.h"
+#include "host/owned.h"
+#include "watch/watch.h"
 
 #define SCAN_EVERY_S 2.0  /* namespaces found again */
 #define IDENT_EVERY_S 1.0 /* holders looked up, at most this often */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #include "cli.h"
-#include "diag.h"
+#include "host/diag.h"
 
 #define WATCH_MAX_NS 256         /* network namespaces followed */
 #define WATCH_MAX_LISTENERS 4096 /* listeners (address and port in a namespace) followed */
@@ -84,6 +84,7 @@ struct watch_ns {
 	long long w_start[3];       /* ListenOverflows, ListenDrops, TCPSynRetrans at the window's
 	                             * start (-1 unknown) */
 	long long somaxconn;        /* -2: not read yet */
+	long long passive_opens;    /* Tcp PassiveOpens now (/proc/PID/net/snmp); -1 unreadable */
 };
 
 /* ---- watchfind.c: doctor's accept-queue rules over each window ---- */
@@ -109,6 +110,15 @@ struct watch_finding {
 };
 
 /* ---- watch.c: the listeners ---- */
+
+/* The quantiles of a listener's connections' RTTs exported (watchconn.c's table): q = num
+ * / den, by nearest rank, so that each is one connection's */
+#define WATCH_RTT_QS 4
+struct watch_quantile {
+	unsigned num, den;
+	const char *label;
+};
+extern const struct watch_quantile watch_rtt_quantiles[WATCH_RTT_QS];
 
 struct watch_listener {
 	int used;
@@ -148,6 +158,14 @@ struct watch_listener {
 	int conns_known;
 	int conn_round;        /* counted by the connection round under way */
 	double conns_at;       /* when conns was counted */
+	/* the path as its connections saw it at the same sample (watchconn.c): their smoothed
+	 * RTTs ranked (rtt_n of them had one, rtt_ranked of those were ranked between the
+	 * least and the most), lifetime segments sent and retransmitted, and their queues'
+	 * memory (rmem_alloc, wmem_queued) summed */
+	struct watch_path {
+		uint32_t rtt_us[WATCH_RTT_QS];
+		unsigned long long rtt_n, rtt_ranked, segs_out, retrans, rmem, wmem;
+	} path;
 	int doc_index;         /* its index in the window's record being judged, -1 none */
 	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };

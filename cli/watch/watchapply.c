@@ -38,11 +38,12 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "findings.h"
+#include "findings/findings.h"
 #include "journal.h"
 #include "record.h"
 #include "via.h"
-#include "watch.h"
+#include "watch/watch.h"
+#include "host/sockcopy.h"
 
 /* The option's key, as the journal and the lines name it ("backlog", "nodelay") */
 static const char *option_of(int opt)

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "via.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 void watch_help(FILE *f)
 {

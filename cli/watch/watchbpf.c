@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "findings.h"
-#include "itertune.h"
+#include "host/clock.h"
+#include "findings/findings.h"
+#include "host/itertune.h"
+#include "host/sockcopy.h"
 #include "journal.h"
 #include "record.h"
 #include "via.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 /* (A change's journal line, either path's: here, below watchapply.c, which calls both.) */
 struct rec *watch_apply_rec(const struct watch_finding *f, const struct watch_listener *l,

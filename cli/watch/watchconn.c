@@ -6,7 +6,9 @@
  * connections and the clients' ends on loopback cost no message), with tcp_info: doctor's
  * Nagle rule reads each connection's counters at this sample and the one before (their
  * difference over the spacing, up to WATCH_MAX_CONNS connections: the rest counted only),
- * so memory is bounded whatever the connections.
+ * so memory is bounded whatever the connections.  The same answer gives each listener's
+ * path, every connection's counted: their RTTs ranked, their retransmitted share and what
+ * their queues hold (path_add).
  *
  * Its cost grows with the connections, so a round answers at most WATCH_CONN_BUDGET of
  * them: the listeners are taken in turn, namespace by namespace, one dump per
@@ -22,14 +24,15 @@
  * with tcp_info, by hand on a loaded machine: 68 ms at 10,000).  The spacing, its ceiling
  * and the age of the oldest listener's count are metrics, and a line on stderr says, once,
  * that rounds are spaced. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "diag.h"
-#include "watch.h"
+#include "host/clock.h"
+#include "host/diag.h"
+#include "watch/watch.h"
 
 #define CONN_EVERY_S 10.0      /* connection samples, at most this often */
 #define CONN_SHARE 0.002       /* of one core the connection samples may take */
@@ -39,6 +42,26 @@
 /* The connections of the latest sample and of the one before, by cookie */
 static struct watch_conn tab[2][WATCH_MAX_CONNS];
 static int ntab[2], cur;
+
+const struct watch_quantile watch_rtt_quantiles[WATCH_RTT_QS] = {
+	{0, 1, "0"}, {1, 2, "0.5"}, {99, 100, "0.99"}, {1, 1, "1"}};
+
+/* The round's smoothed RTTs, each with its listener's index, ranked once the round is done.
+ * One entry per connection the round answered: about its budget, but a listener is counted
+ * whole, so one of a million connections makes a round of a million (8 MiB, given back
+ * after).  Past RTT_RANKED the RTTs are left out of the ranks between the least and the
+ * most (those two are kept per listener whatever the count; a listener none of whose RTTs
+ * was ranked says neither rank between). */
+#define RTT_RANKED (1u << 20)
+#define RTT_KEPT 65536 /* an array this large is kept from round to round */
+struct rtt_of {
+	uint32_t l, us;
+};
+static struct rtt_of *rtts;
+static size_t nrtts, caprtts;
+/* Each listener's path while a round runs, by its index (apart from the listeners: the
+ * table's untouched pages stay unmapped) */
+static struct watch_path p_now[WATCH_MAX_LISTENERS];
 
 const struct watch_conn *watch_conns(int *n)
 {
@@ -61,6 +84,75 @@ struct conn_ctx {
 	unsigned long long sockets;
 };
 
+/* Connection s's view of the path into its listener's sums (the sample's tcp_info and
+ * memory: nothing more is asked of the kernel).  tcpi_rtt is the smoothed RTT in us, 0 until
+ * a first measurement (a handshake whose SYN-ACK was retransmitted gives none: Karn); the
+ * lifetime tcpi_total_retrans and tcpi_segs_out (Linux 4.2) add up as whole connections,
+ * so the share they give is over what the open connections have sent so far. */
+static void path_add(struct watch *w, struct watch_listener *l, const struct diag_sock *s)
+{
+	uint32_t k = (uint32_t)(l - w->l);
+	struct watch_path *p = &p_now[k];
+	if (s->has_mem) {
+		p->rmem += s->mem[MEM_RMEM];
+		p->wmem += s->mem[MEM_QUEUED];
+	}
+	if (s->info_len >= offsetof(struct diag_tcp_info, segs_out) + sizeof s->ti.segs_out) {
+		p->segs_out += s->ti.segs_out;
+		p->retrans += s->ti.total_retrans;
+	}
+	if (s->info_len < offsetof(struct diag_tcp_info, rtt) + sizeof s->ti.rtt || !s->ti.rtt)
+		return;
+	uint32_t us = s->ti.rtt;
+	if (!p->rtt_n || us < p->rtt_us[0])
+		p->rtt_us[0] = us;
+	if (!p->rtt_n || us > p->rtt_us[WATCH_RTT_QS - 1])
+		p->rtt_us[WATCH_RTT_QS - 1] = us;
+	p->rtt_n++;
+	if (nrtts == caprtts && caprtts < RTT_RANKED) {
+		size_t cap = caprtts ? caprtts * 2 : 4096;
+		struct rtt_of *more = realloc(rtts, cap * sizeof *rtts);
+		if (more)
+			rtts = more, caprtts = cap;
+	}
+	if (nrtts < caprtts) {
+		rtts[nrtts++] = (struct rtt_of){k, us};
+		p->rtt_ranked++;
+	}
+}
+
+static int by_listener_rtt(const void *a, const void *b)
+{
+	const struct rtt_of *x = a, *y = b;
+	if (x->l != y->l)
+		return x->l < y->l ? -1 : 1;
+	return x->us < y->us ? -1 : x->us > y->us;
+}
+
+/* The round's RTTs ranked into each listener's quantiles between its least and its most:
+ * by nearest rank (the ceil(q n)-th smallest), each one connection's RTT */
+static void rank_rtts(void)
+{
+	qsort(rtts, nrtts, sizeof *rtts, by_listener_rtt);
+	for (size_t a = 0, b; a < nrtts; a = b) {
+		for (b = a; b < nrtts && rtts[b].l == rtts[a].l; b++)
+			;
+		struct watch_path *p = &p_now[rtts[a].l];
+		size_t n = b - a;
+		for (int q = 1; q < WATCH_RTT_QS - 1; q++) {
+			const struct watch_quantile *k = &watch_rtt_quantiles[q];
+			size_t rank = (k->num * n + k->den - 1) / k->den;
+			p->rtt_us[q] = rtts[a + (rank ? rank - 1 : 0)].us;
+		}
+	}
+	nrtts = 0;
+	if (caprtts > RTT_KEPT) {
+		free(rtts);
+		rtts = NULL;
+		caprtts = 0;
+	}
+}
+
 /* A connection to the listener that takes it: the one on its own address before a wildcard */
 static void on_conn(const struct diag_sock *s, void *ctx)
 {
@@ -81,6 +173,7 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 	if (!best)
 		return;
 	best->s_conns++;
+	path_add(x->w, best, s);
 	if (ntab[cur] < WATCH_MAX_CONNS) {
 		struct watch_conn *c = &tab[cur][ntab[cur]++];
 		c->l = best;
@@ -178,8 +271,11 @@ void watch_conn_sample(struct watch *w, double now)
 	x.now = now;
 	cur = !cur;
 	ntab[cur] = 0;
-	for (int k = 0; k < w->nl; k++)
+	for (int k = 0; k < w->nl; k++) {
 		w->l[k].s_conns = 0, w->l[k].conn_round = 0;
+		memset(&p_now[k], 0, sizeof p_now[k]);
+	}
+	nrtts = 0;
 	/* from where the round before stopped: its namespace (by inode: the table moves), and
 	 * the listener in it */
 	int start = 0;
@@ -208,6 +304,7 @@ void watch_conn_sample(struct watch *w, double now)
 			break;
 		}
 	}
+	rank_rtts();
 	for (int k = 0; k < w->nl; k++) {
 		struct watch_listener *l = &w->l[k];
 		int bad = 0;
@@ -215,6 +312,7 @@ void watch_conn_sample(struct watch *w, double now)
 			bad |= failed[j] && w->ns[j].ino == l->ns_ino;
 		if (l->used && l->up && l->conn_round && !bad) {
 			l->conns = l->s_conns;
+			l->path = p_now[k];
 			l->conns_known = 1;
 			l->conns_at = now;
 		} else if (!l->up) {

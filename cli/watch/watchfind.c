@@ -26,10 +26,11 @@
 #include <arpa/inet.h>
 
 #include "socktune_host.h"
-#include "window.h"
-#include "findings.h"
+#include "findings/window.h"
+#include "findings/findings.h"
 #include "record.h"
-#include "watch.h"
+#include "watch/watch.h"
+#include "host/nssysctl.h"
 
 #define FLAP_MEMORY_S 600.0
 #define MAX_NEEDED 64

@@ -13,7 +13,8 @@
 
 #include "record.h"
 #include "via.h"
-#include "watch.h"
+#include "watch/watch.h"
+#include "host/sockcopy.h"
 
 #define OLDER_MAX 65536 /* connections of a listener remembered at its cure */
 

@@ -15,7 +15,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "watch.h"
+#include "watch/watch.h"
 
 #define REQUEST_MAX 4096
 #define REQUEST_S 3.0

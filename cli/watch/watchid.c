@@ -13,9 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "pidinfo.h"
-#include "watch.h"
+#include "host/diag.h"
+#include "host/pidinfo.h"
+#include "watch/watch.h"
 
 static int all_hex(const char *s, size_t n)
 {

@@ -3,7 +3,7 @@
  * one sock_diag socket made inside it (diag_open: setns, CAP_SYS_ADMIN for another's), kept
  * while a process is in it: the socket alone would keep a namespace alive after its last
  * process, so it is closed when no process is left there.  Its counters are read from
- * /proc/PID/net/netstat of a process in it. */
+ * /proc/PID/net/netstat (TcpExt) and /proc/PID/net/snmp (Tcp) of a process in it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "socktune_host.h"
-#include "diag.h"
-#include "watch.h"
+#include "host/diag.h"
+#include "watch/watch.h"
 
 static struct watch_ns *find(struct watch *w, unsigned long long ino)
 {
@@ -77,7 +77,7 @@ static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long
 	if (pid < 0)
 		snprintf(ns->file, sizeof ns->file, "%s", file);
 	ns->seen = 1;
-	ns->overflows = ns->drops = -1;
+	ns->overflows = ns->drops = ns->passive_opens = -1;
 	ns->w_start[0] = ns->w_start[1] = ns->w_start[2] = -1; /* (its first window is not judged) */
 	ns->somaxconn = -2;
 	ns->nl = watch_ns_diag(ns);
@@ -214,15 +214,18 @@ void watch_scan_ns(struct watch *w)
 	w->nns = kept;
 }
 
-long long watch_ns_counter(const struct watch_ns *ns, const char *name)
+/* A counter of ns: file "netstat" (TcpExt) or "snmp" (Tcp), line prefix; its process's
+ * /proc/PID/net, or read from inside it when it was found by its file alone */
+static long long counter(const struct watch_ns *ns, const char *file, const char *prefix,
+                         const char *name)
 {
 	char path[64];
 	int self = DIAG_SAME_NS;
 	if (ns->pid > 0) {
-		snprintf(path, sizeof path, "/proc/%d/net/netstat", ns->pid);
+		snprintf(path, sizeof path, "/proc/%d/net/%s", ns->pid, file);
 	} else {
 		/* (thread-self's net is the namespace the thread is in: entered by its file) */
-		snprintf(path, sizeof path, "/proc/thread-self/net/netstat");
+		snprintf(path, sizeof path, "/proc/thread-self/net/%s", file);
 		if (ns->file[0]) {
 			int fd = open(ns->file, O_RDONLY | O_CLOEXEC);
 			self = fd >= 0 ? diag_enter_fd(fd) : -errno;
@@ -232,16 +235,26 @@ long long watch_ns_counter(const struct watch_ns *ns, const char *name)
 				return -1;
 		}
 	}
-	long long v = st_proc_counter(path, "TcpExt:", name);
+	long long v = st_proc_counter(path, prefix, name);
 	diag_leave(self);
 	return v < 0 ? -1 : v;
+}
+
+long long watch_ns_counter(const struct watch_ns *ns, const char *name)
+{
+	return counter(ns, "netstat", "TcpExt:", name);
 }
 
 void watch_ns_counters(struct watch *w)
 {
 	for (int k = 0; k < w->nns; k++) {
-		w->ns[k].overflows = watch_ns_counter(&w->ns[k], "ListenOverflows");
-		w->ns[k].drops = watch_ns_counter(&w->ns[k], "ListenDrops");
+		struct watch_ns *ns = &w->ns[k];
+		ns->overflows = counter(ns, "netstat", "TcpExt:", "ListenOverflows");
+		ns->drops = counter(ns, "netstat", "TcpExt:", "ListenDrops");
+		/* every connection a listener of the namespace completed the handshake for (the
+		 * kernel counts it as it makes the child socket, accepted or not, however short
+		 * its life): the churn a periodic dump of the open ones cannot see */
+		ns->passive_opens = counter(ns, "snmp", "Tcp:", "PassiveOpens");
 	}
 }
 

@@ -10,16 +10,17 @@
 #include <sys/resource.h>
 #include <arpa/inet.h>
 
-#include "clock.h"
-#include "findings.h"
+#include "host/clock.h"
+#include "findings/findings.h"
 #include "promtext.h"
 #include "record.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 enum scope { S_LISTENER, S_NETNS, S_FINDING, S_WATCH };
 enum metric {
 	M_UP, M_QUEUE, M_PEAK, M_BACKLOG, M_DROPS, M_RCVBUF, M_SNDBUF, M_SOCKETS, M_CONNS,
-	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_LISTENERS, M_FINDING,
+	M_RTT, M_RETRANS, M_RMEM, M_WMEM,
+	M_NS_OVERFLOWS, M_NS_DROPS, M_NS_PASSIVE, M_NS_LISTENERS, M_FINDING,
 	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
 	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
 	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS, M_C_EVERY_MAX, M_C_AGE,
@@ -41,10 +42,33 @@ static const struct prom_family families[] = {
 	 "sockets listening on the address and port (more than 1: SO_REUSEPORT)"},
 	{M_CONNS, S_LISTENER, "socktune_listener_connections", "gauge",
 	 "established connections on it at the latest connection sample (see its interval)"},
+	/* the path, from the same sample's tcp_info and skmem (no more asked of the kernel) */
+	{M_RTT, S_LISTENER, "socktune_listener_rtt_seconds", "gauge",
+	 "smoothed round-trip times (tcpi_rtt) of its established connections at the latest "
+	 "connection sample, ranked over them by nearest rank: connection_quantile 0 the least, "
+	 "1 the most, 0.5 and 0.99 between, each one connection's (those not measured yet left "
+	 "out)"},
+	{M_RETRANS, S_LISTENER, "socktune_listener_retransmitted_ratio", "gauge",
+	 "segments its established connections retransmitted over segments they sent, over "
+	 "their lives so far, at the latest connection sample (tcpi_total_retrans over "
+	 "tcpi_segs_out, each summed): the path's losses as the server saw them (a peer that "
+	 "stopped reading adds some)"},
+	{M_RMEM, S_LISTENER, "socktune_listener_connections_receive_memory_bytes", "gauge",
+	 "memory its established connections' receive queues held at the latest connection "
+	 "sample, summed (skmem rmem_alloc: data the server has not read yet, with its buffers' "
+	 "overhead); per connection: over socktune_listener_connections"},
+	{M_WMEM, S_LISTENER, "socktune_listener_connections_send_memory_bytes", "gauge",
+	 "memory its established connections' send queues held at the latest connection sample, "
+	 "summed (skmem wmem_queued: data written and not acknowledged yet, with its buffers' "
+	 "overhead); per connection: over socktune_listener_connections"},
 	{M_NS_OVERFLOWS, S_NETNS, "socktune_netns_listen_overflows_total", "counter",
 	 "TcpExt ListenOverflows: connections an accept queue of the namespace had no room for"},
 	{M_NS_DROPS, S_NETNS, "socktune_netns_listen_drops_total", "counter",
 	 "TcpExt ListenDrops: connection attempts the namespace's listeners dropped"},
+	{M_NS_PASSIVE, S_NETNS, "socktune_netns_passive_opens_total", "counter",
+	 "Tcp PassiveOpens: connections the namespace's listeners completed the handshake for, "
+	 "counted by the kernel as it makes each, however short its life (a sample of the open "
+	 "ones misses those): its rate is the connections opened per second"},
 	{M_NS_LISTENERS, S_NETNS, "socktune_netns_listeners", "gauge",
 	 "listeners watched in the namespace"},
 	{M_FINDING, S_FINDING, "socktune_finding", "gauge",
@@ -115,9 +139,42 @@ static void listener_labels(FILE *out, const struct watch_listener *l)
 	prom_label(out, 0, rec_keys[K_WCH_POD_NAME].name, l->id.pod_name);
 }
 
+static int is_path(int key)
+{
+	return key == M_RTT || key == M_RETRANS || key == M_RMEM || key == M_WMEM;
+}
+
 static int shown(const struct watch_listener *l)
 {
 	return l->used && l->known && !l->excluded;
+}
+
+/* The path families of listener l: from its latest connection sample (none before one) */
+static void path_samples(FILE *out, const struct prom_family *f, const struct watch_listener *l)
+{
+	const struct watch_path *p = &l->path;
+	if (f->key == M_RTT) {
+		for (int q = 0; q < WATCH_RTT_QS; q++) {
+			int between = q > 0 && q < WATCH_RTT_QS - 1;
+			/* a middle rank over some of the connections only (past the round's cap of
+			 * ranked RTTs) would be a guess: left out, the least and the most stay exact */
+			if (!p->rtt_n || (between && p->rtt_ranked < p->rtt_n))
+				continue;
+			fprintf(out, "%s{", f->name);
+			listener_labels(out, l);
+			prom_label(out, 0, rec_keys[K_WCH_RTT_QUANTILE].name, watch_rtt_quantiles[q].label);
+			fprintf(out, "} %.6f\n", (double)p->rtt_us[q] / 1e6);
+		}
+		return;
+	}
+	if (f->key == M_RETRANS && !p->segs_out)
+		return; /* (no connection: no share, rather than 0) */
+	fprintf(out, "%s{", f->name);
+	listener_labels(out, l);
+	if (f->key == M_RETRANS)
+		fprintf(out, "} %.9g\n", (double)p->retrans / (double)p->segs_out);
+	else
+		fprintf(out, "} %llu\n", f->key == M_RMEM ? p->rmem : p->wmem);
 }
 
 static unsigned long long listener_value(enum metric k, const struct watch_listener *l, int c)
@@ -262,7 +319,9 @@ static void family_samples(FILE *out, const struct prom_family *f, const struct 
 				for (int j = 0; j < w->nl; j++)
 					v += shown(&w->l[j]) && w->l[j].up && w->l[j].ns_ino == ns->ino;
 			} else {
-				v = f->key == M_NS_OVERFLOWS ? ns->overflows : ns->drops;
+				v = f->key == M_NS_OVERFLOWS ? ns->overflows
+				    : f->key == M_NS_DROPS   ? ns->drops
+				                             : ns->passive_opens;
 			}
 			if (v < 0)
 				continue; /* (unreadable: no sample rather than a wrong one) */
@@ -275,8 +334,12 @@ static void family_samples(FILE *out, const struct prom_family *f, const struct 
 		/* a gone listener: up 0 alone, once for this consumer */
 		if (!shown(l) || (!l->up && (f->key != M_UP || l->gone_said[c])))
 			continue;
-		if (f->key == M_CONNS && !l->conns_known)
+		if ((f->key == M_CONNS || is_path(f->key)) && !l->conns_known)
 			continue; /* (not counted yet) */
+		if (is_path(f->key)) {
+			path_samples(out, f, l);
+			continue;
+		}
 		fprintf(out, "%s{", f->name);
 		listener_labels(out, l);
 		fprintf(out, "} %llu\n", listener_value((enum metric)f->key, l, c));

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../cli/cli.h"
+#include "cli.h"
 #include "fuzz.h"
 
 static FILE *fuzz_null;

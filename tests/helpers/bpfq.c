@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../cli/host/bpf_abi.h"
+#include "host/bpf_abi.h"
 
 enum { BPF_PROG_GET_NEXT_ID_ = 11 }; /* (the one command the socktune command does not use) */
 enum { CGROUP_SETSOCKOPT_ = 22 };

@@ -43,12 +43,12 @@
 #include <netinet/tcp.h>
 
 /* the path as the command links it, and the sock_diag reader, included whole */
-#include "../../cli/host/bpfiter.c"
-#include "../../cli/host/bpfiterprog.c"
-#include "../../cli/host/btf.c"
-#include "../../cli/host/bpfcall.c"
-#include "../../cli/host/diag.c"
-#include "../../cli/host/pidinfo.c"
+#include "host/bpfiter.c"
+#include "host/bpfiterprog.c"
+#include "host/btf.c"
+#include "host/bpfcall.c"
+#include "host/diag.c"
+#include "host/pidinfo.c"
 #include "../../common/host.c"
 
 static const struct { const char *name; int level, optname; } names[] = {

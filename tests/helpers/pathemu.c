@@ -34,7 +34,7 @@
  *                   to go through it, one at a time
  *   --queue N       the bottleneck's FIFO holds N packets (default 1000; the one going
  *                   through counts), or N bytes with a b, kb or mb suffix (1000s); a packet
- *                   arriving to a full one is dropped.
+ *                   arriving to a full one is dropped.  At most 20000 packets or 4mb.
  *                   A full queue adds N packets' serialization to the one-way delay: what
  *                   bufferbloat is (200 packets of 1500 bytes at 20mbit: 120 ms)
  *   --seconds S     ends by itself after S s (default: when signalled)
@@ -363,6 +363,12 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_usr1;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* the one that started it gone (a bench or a test killed): ended as by SIGTERM, so that
+	 * no emulator outlives it with its --seconds (the cleaner still removes the namespaces) */
+	pid_t starter = getppid();
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	if (getppid() != starter)
+		raise(SIGTERM);
 	/* a wakeup as close to a packet's time as the kernel can make it */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	struct sched_param sp = {.sched_priority = 1};

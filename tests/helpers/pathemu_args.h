@@ -108,6 +108,10 @@ static int pe_queue(const char *s, uint64_t *limit, int *bytes)
 		v *= 1000000;
 	else if (strcasecmp(end, "b"))
 		return -1;
+	/* (the ring holds a packet a slot: a queue longer than this is no path's, and its ring
+	 * would take gigabytes) */
+	if (*bytes ? v > 4000000ull : v > 20000ull)
+		return -1;
 	*limit = v;
 	return 0;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/host/btf.c"
+#include "host/btf.c"
 #include "unit.h"
 
 /* ---- a blob, written the way the kernel lays one out ---- */

@@ -7,16 +7,16 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "../../cli/findings/findings.c"
-#include "../../cli/findings/findings_queue.c"
-#include "../../cli/findings/findings_memory.c"
-#include "../../cli/findings/fixes.c"
-#include "../../cli/findings/rules.c"
-#include "../../cli/host/diag.c"
-#include "../../cli/host/holders.c"
-#include "../../cli/host/grow.c"
-#include "../../cli/host/pidinfo.c"
-#include "../../cli/record.c"
+#include "findings/findings.c"
+#include "findings/findings_queue.c"
+#include "findings/findings_memory.c"
+#include "findings/fixes.c"
+#include "findings/rules.c"
+#include "host/diag.c"
+#include "host/holders.c"
+#include "host/grow.c"
+#include "host/pidinfo.c"
+#include "record.c"
 #include "unit.h"
 
 static struct shared_window d;

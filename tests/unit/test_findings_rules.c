@@ -1,24 +1,25 @@
 /* The findings' table (cli/findings/findings.h's DOC_RULES, cli/findings/rules.c): each kind
  * once; each row with a window of its own below, which its judge finds it on where its row
  * says it runs (doctor, watch) and nowhere else, the finding naming its row; every cure an
- * option sockcopy sets on a live socket (cli/cli.h), with a value the option takes; and the
- * names revert takes back from a journal: the cures' keys ("backlog", "nodelay"), no other
- * (a label, another option of the table, a near miss).  A new finding is a row of the table
- * and a row of cases[] here. */
+ * option sockcopy sets on a live socket (cli/host/sockcopy.h), with a value the option
+ * takes; and the names revert takes back from a journal: the cures' keys ("backlog",
+ * "nodelay"), no other (a label, another option of the table, a near miss).  A new finding
+ * is a row of the table and a row of cases[] here. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "../../cli/findings/findings.c"
-#include "../../cli/findings/findings_queue.c"
-#include "../../cli/findings/findings_memory.c"
-#include "../../cli/findings/fixes.c"
-#include "../../cli/findings/rules.c"
-#include "../../cli/host/diag.c"
-#include "../../cli/host/holders.c"
-#include "../../cli/host/grow.c"
-#include "../../cli/host/pidinfo.c"
-#include "../../cli/record.c"
+#include "findings/findings.c"
+#include "findings/findings_queue.c"
+#include "findings/findings_memory.c"
+#include "findings/fixes.c"
+#include "findings/rules.c"
+#include "host/diag.c"
+#include "host/holders.c"
+#include "host/grow.c"
+#include "host/pidinfo.c"
+#include "host/sockcopy.h"
+#include "record.c"
 #include "unit.h"
 
 static struct shared_window d;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/record.c"
+#include "record.c"
 #include "unit.h"
 
 static struct st_policy pol;

@@ -11,12 +11,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "../../cli/host/service.c"
-#include "../../cli/host/svcsets.c"
-#include "../../cli/host/diag.c"
-#include "../../cli/host/holders.c"
-#include "../../cli/host/grow.c"
-#include "../../cli/host/pidinfo.c"
+#include "host/service.c"
+#include "host/svcsets.c"
+#include "host/diag.c"
+#include "host/holders.c"
+#include "host/grow.c"
+#include "host/pidinfo.c"
 #include "unit.h"
 
 static void map_cases(void)

@@ -4,10 +4,10 @@
  * a path that names none (a user session, the root). */
 #include <string.h>
 
-#include "../../cli/watch/watchid.c"
-#include "../../cli/host/holders.c"
-#include "../../cli/host/grow.c"
-#include "../../cli/host/pidinfo.c"
+#include "watch/watchid.c"
+#include "host/holders.c"
+#include "host/grow.c"
+#include "host/pidinfo.c"
 #include "unit.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -1,0 +1,11 @@
+/* A sysctl as another process's network namespace has it (nssysctl.c): what caps the
+ * options set on that process's sockets (attach's clamps, doctor's limits per namespace,
+ * watch's findings).  Internal to cli/. */
+#ifndef SOCKTUNE_NSSYSCTL_H
+#define SOCKTUNE_NSSYSCTL_H
+
+/* A sysctl of pid's network namespace (read by a child that joins it when it is not ours),
+ * -1 when it cannot be read. */
+long long target_sysctl(int pid, const char *name);
+
+#endif
