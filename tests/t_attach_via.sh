@@ -8,9 +8,10 @@
 # it runs in a cgroup of its own (the cwnd clamp too: ss's ssthresh); another uid's server
 # on the next port, a server on the same port in another network namespace, and the client
 # ends keep their values.  Without CAP_BPF and CAP_SYS_ADMIN as well, it refuses naming
-# both paths; a kernel before 6.4 or no BTF: --via bpf refuses with the reason, auto takes
-# the pidfd path.  After every run (a refusal, and a socktune killed in mid-run too) no
-# program, map or link of it is in the kernel, by the ids it said.
+# both paths; a kernel before 6.4, no BTF, a BTF without bpf_iter_tcp: --via bpf refuses with
+# the reason, auto takes the pidfd path; a kernel without TCP_DELACK_MAX_US (emulated):
+# auto leaves --delack-max to the iterator.  After every run (a refusal, and a socktune
+# killed in mid-run too) no program, map or link of it is in the kernel, by the ids it said.
 . "$(dirname "$0")/lib.sh"
 
 IP=$BIN/iterprobe
@@ -214,6 +215,15 @@ else
 		rc=$?
 		check no_btf_refused "status $rc: $(cat "$TMP/btf.err")" "$rc" = 3 -a \
 			-n "$(grep 'the TCP iterator cannot be used here: there is no /sys/kernel/btf/vmlinux' "$TMP/btf.err")"
+		# a BTF of one type, INT "int": valid, and no bpf_iter_tcp in it
+		$PY -c 'import struct,sys; t=struct.pack("<III", 1, 1 << 24, 4) + struct.pack("<I", 32); s=b"\0int\0"
+sys.stdout.buffer.write(struct.pack("<HBBIIIII", 0xeb9f, 1, 0, 24, 0, len(t), len(t), len(s)) + t + s)' >"$TMP/int.btf"
+		unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/kernel/btf &&
+			cp "$1" /sys/kernel/btf/vmlinux && shift && exec "$@"' - "$TMP/int.btf" \
+			"$CLI" attach --via bpf --nodelay ":$P" >/dev/null 2>"$TMP/btf2.err"
+		rc=$?
+		check no_iterator_in_btf_refused "status $rc: $(cat "$TMP/btf2.err")" "$rc" = 3 -a \
+			-n "$(grep 'the TCP iterator cannot be used here: /sys/kernel/btf/vmlinux has no bpf_iter_tcp' "$TMP/btf2.err")"
 	fi
 
 	# ---- a kernel without TCP_DELACK_MAX_US (before 6.15): every setsockopt of attach's
