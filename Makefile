@@ -97,15 +97,18 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 	$(CC) $(ST_CFLAGS) $(CLI_INC) -o $@ $< $(COMMON_SRC)
 # st_sanitize's test includes log.c whole (it needs none of the library's other parts).
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
-# test_findings and test_findings_rules include doctor's rules and their table, how their
-# fixes are written, its sock_diag reader, holders.c and the record its evidence is written
-# in whole.
-$(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules: \
-                                   cli/findings/findings.c cli/findings/findings_queue.c \
-                                   cli/findings/findings_memory.c cli/findings/rules.c \
-                                   cli/findings/fixes.c cli/host/diag.c cli/host/holders.c \
-                                   cli/host/grow.c cli/host/pidinfo.c \
-                                   cli/record.c
+# test_findings, test_findings_rules and test_findings_path include doctor's rules and their
+# table, how their fixes are written, its sock_diag reader, holders.c and the record its
+# evidence is written in whole.
+FINDINGS_UNIT_SRC := cli/findings/findings.c cli/findings/findings_queue.c \
+                     cli/findings/findings_memory.c cli/findings/findings_path.c \
+                     cli/findings/closed.c cli/findings/rules.c cli/findings/fixes.c \
+                     cli/host/diag.c cli/host/holders.c cli/host/grow.c cli/host/pidinfo.c \
+                     cli/record.c
+$(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules \
+$(BUILD)/tests/unit/test_findings_path: $(FINDINGS_UNIT_SRC)
+# test_diagclose includes the destroy notifications' reader and the sock_diag parser whole.
+$(BUILD)/tests/unit/test_diagclose: cli/host/diagclose.c cli/host/diag.c cli/host/pidinfo.c
 
 # test_outcome includes the record layer, whose outcome writer it compares with the library's.
 $(BUILD)/tests/unit/test_outcome: cli/record.c

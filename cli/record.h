@@ -331,6 +331,39 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(IN_USE_MIB, "in_use_mib", REC_NUM, "what their buffers hold, in MiB")                   \
 	X(TCP_MEM_HIGH_MIB, "tcp_mem_high_mib", REC_NUM,                                           \
 	  "net.ipv4.tcp_mem's third number, in MiB")                                               \
+	X(CONNECTIONS_CLOSED, "connections_closed", REC_INT,                                       \
+	  "connections of the listener the kernel freed over the window (its destroy notifications)") \
+	X(FAR_CONNECTIONS, "far_connections", REC_INT,                                             \
+	  "... of them with a round trip (min_rtt) of 10 ms or more")                              \
+	X(NEAR_CONNECTIONS, "near_connections", REC_INT, "... and under 10 ms")                    \
+	X(CLOSE_OVERRUNS, "close_overruns", REC_INT,                                               \
+	  "times the kernel dropped destroy notifications (a full buffer): connections not counted") \
+	X(RESPONSE_BYTES, "response_bytes", REC_INT,                                               \
+	  "a connection's one response, the 90th percentile of those that show it")                \
+	X(RESPONSE_SEGS, "response_segs", REC_INT, "... in segments")                              \
+	X(INITIAL_WINDOW, "initial_window", REC_INT,                                               \
+	  "the initial congestion window in force, in segments")                                   \
+	X(INITIAL_WINDOW_FROM, "initial_window_from", REC_STR,                                     \
+	  "where it comes from: cgroup (a socktune program's --initcwnd), route (initcwnd), default (10)") \
+	X(FLIGHTS, "flights", REC_INT,                                                             \
+	  "round trips slow start needs to send that response at that initial window")             \
+	X(ROUND_TRIPS, "round_trips", REC_NUM,                                                     \
+	  "round trips the responses took, measured: busy time over min_rtt, the median")          \
+	X(COST_MS, "cost_ms", REC_NUM, "the round trips past the first, at min_rtt: what each pays") \
+	X(RETRANS_PCT, "retrans_pct", REC_NUM, "segments sent again, in percent of those sent")   \
+	X(CONGESTION_FROM, "congestion_from", REC_STR,                                             \
+	  "where the congestion control's name comes from: connection, cgroup, listener, namespace") \
+	X(SSTHRESH_CUT, "ssthresh_cut", REC_INT,                                                   \
+	  "connections whose slow-start threshold a loss cut (a loss-based congestion control's reaction)") \
+	X(BBR_AVAILABLE, "bbr_available", REC_BOOL,                                                \
+	  "bbr is in net.ipv4.tcp_available_congestion_control")                                   \
+	X(BODY_BYTES, "body_bytes", REC_INT,                                                       \
+	  "the largest request body received on a connection that shows it")                       \
+	X(UNREAD_BYTES, "unread_bytes", REC_INT,                                                   \
+	  "bytes received that the program had not read, when the window closed")                  \
+	X(RCV_WND_BYTES, "rcv_wnd_bytes", REC_INT, "the window advertised then (tcpi_rcv_wnd)")    \
+	X(BDP_BYTES, "bdp_bytes", REC_INT,                                                         \
+	  "the peer's fastest pace seen between two samples, times min_rtt")                       \
 	/* ---- stats ---- */                                                                   \
 	X(STS_FILES, "files", REC_ARR, "stats: every FILE given, one object each")                    \
 	X(STS_FILE, "file", REC_STR, "stats: the stats file's path, as given")                        \

@@ -358,7 +358,10 @@ void st_route_spec(const struct st_route *r, int without_quickack, char *out, si
 	}
 }
 
-int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n)
+/* Whether a change of r can be written at all: -1 with why in fix when not (add: what the
+ * command would add, for the sentence; instead: the cure that needs no route) */
+static int route_unchangeable(const struct st_route *r, const char *add_what, const char *instead,
+                              char *fix, size_t n)
 {
 	static const struct { unsigned bit; const char *what; } lost[] = {
 		{ST_R_MULTIPATH, "its nexthops (multipath)"}, {ST_R_ENCAP, "its encapsulation"},
@@ -373,18 +376,43 @@ int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n)
 		/* ip6_route_info_create() turns a requested metric 0 into 1024: the change names
 		 * another route (ENOENT).  The kernel's own routes (::1, the host's addresses) keep 0. */
 		snprintf(fix, n, "none by ip route change: IPv6 routes of metric 0 are the kernel's own "
-		         "(a change of metric 0 names metric 1024); per connection instead: "
-		         "TCP_DELACK_MAX_US (Linux 6.15) or TCP_QUICKACK after every receive (--quickack)");
+		         "(a change of metric 0 names metric 1024); per connection instead: %s", instead);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof lost / sizeof lost[0]; i++)
 		if (r->unrepeated & lost[i].bit) {
-			snprintf(fix, n, "none written here: a change must repeat %s; add quickack 1 to the "
-			         "command that made the route", lost[i].what);
+			snprintf(fix, n, "none written here: a change must repeat %s; add %s to the "
+			         "command that made the route", lost[i].what, add_what);
 			return -1;
 		}
+	return 0;
+}
+
+int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n)
+{
+	if (route_unchangeable(r, "quickack 1", "TCP_DELACK_MAX_US (Linux 6.15) or TCP_QUICKACK "
+	                       "after every receive (--quickack)", fix, n) != 0)
+		return -1;
 	char spec[400];
 	st_route_spec(r, 1, spec, sizeof spec);
 	snprintf(fix, n, "ip %sroute change %s quickack 1", r->family == AF_INET6 ? "-6 " : "", spec);
+	return 0;
+}
+
+int st_fix_route_initcwnd(const struct st_route *r, unsigned iw, char *fix, size_t n)
+{
+	char add_what[32];
+	snprintf(add_what, sizeof add_what, "initcwnd %u", iw);
+	if (route_unchangeable(r, add_what, "the cgroup mode's --initcwnd", fix, n) != 0)
+		return -1;
+	/* the route as it is, its own initcwnd (a lock too) left for the new one */
+	struct st_route c = *r;
+	c.has_metric &= ~(1ul << ST_RTAX_INITCWND);
+	if (c.has_metric >> ST_RTAX_LOCK & 1)
+		c.metric[ST_RTAX_LOCK] &= ~(1u << ST_RTAX_INITCWND);
+	char spec[400];
+	st_route_spec(&c, 0, spec, sizeof spec);
+	snprintf(fix, n, "ip %sroute change %s initcwnd %u", r->family == AF_INET6 ? "-6 " : "", spec,
+	         iw);
 	return 0;
 }

@@ -155,6 +155,11 @@ void st_route_spec(const struct st_route *r, int without_quickack, char *out, si
  * 0.  -1 when no such command exists, why in fix. */
 int st_fix_route_quickack(const struct st_route *r, char *fix, size_t n);
 
+/* The same for the initial congestion window: `ip route change ... initcwnd N` keeping the
+ * rest (its own initcwnd replaced); every connection the namespace makes over that route
+ * starts with it, whatever program.  0, or -1 with why in fix. */
+int st_fix_route_initcwnd(const struct st_route *r, unsigned iw, char *fix, size_t n);
+
 #define ST_NOTE_ROUTE_QUICKACK "needs CAP_NET_ADMIN; the route that counts is the server's " \
 	"route back to its clients' addresses"
 

@@ -506,3 +506,41 @@ cg_cleanup() {
 	done
 	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
 }
+
+# ---- a real path: pathemu between two namespaces (tests/helpers/pathemu.c) ----
+
+# path_needs NAME: skips NAME (and exits) unless this machine can run pathemu (root, TUN)
+path_needs() {
+	if [ "$(id -u)" != 0 ]; then
+		skip "$1" "needs root (network namespaces, TUN devices)"
+		exit 0
+	fi
+	if [ ! -c /dev/net/tun ]; then
+		skip "$1" "no TUN device here (/dev/net/tun)"
+		exit 0
+	fi
+}
+# path_start NAME ARGS...: pathemu ARGS in the background (its lines in $TMP/NAME.emu), waited
+# for until its READY line (5 s); sets EMU (its pid), NA and NB (its namespaces: end a is
+# 198.18.0.1, end b 198.18.1.1); the emulator removes them when it ends (lib_exit's kill)
+path_start() {
+	_pn=$1
+	shift
+	"$BIN/pathemu" --name "$_pn" "$@" >"$TMP/$_pn.emu" 2>"$TMP/$_pn.emuerr" &
+	EMU=$!
+	wait_file "$TMP/$_pn.emu" '^READY ' 5 || return 1
+	_pr=$(grep '^READY ' "$TMP/$_pn.emu")
+	NA=$(field "$_pr" a) NB=$(field "$_pr" b)
+}
+# path_loss_based NS: the namespace's default congestion control made a loss-based one:
+# cubic where the host allows it to namespaces (net.ipv4.tcp_allowed_congestion_control),
+# else reno (always allowed); the name on stdout
+path_loss_based() {
+	for _cc in cubic reno; do
+		if ip netns exec "$1" sysctl -qw net.ipv4.tcp_congestion_control=$_cc 2>/dev/null; then
+			echo $_cc
+			return 0
+		fi
+	done
+	return 1
+}

@@ -90,7 +90,9 @@ for fam in 4 6; do
 	elif [ "$b" -lt $((REQS / 2)) ]; then
 		skip http_keepalive_v$fam "untuned, only $b of $REQS requests took over 30 ms on this kernel ($ka_before); after: $a"
 	else
-		check http_keepalive_v$fam "NODELAY: $a of $REQS requests still over 30 ms (before: $b)" "$a" -le 3
+		# (the stall is every request's, ~40 ms each; what is left over 30 ms after is the
+		# scheduler's on a loaded machine: a third allowed, never most)
+		check http_keepalive_v$fam "NODELAY: $a of $REQS requests still over 30 ms (before: $b)" "$a" -le $((REQS / 3))
 	fi
 
 	# burst

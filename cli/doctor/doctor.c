@@ -143,6 +143,9 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 		l->nodelay = -1;
 		holders_of(d, l, x->hs);
 	}
+	l->cgroup_id = s->cgroup_id;
+	if (s->cong[0]) /* (in the samples with tcp_info: the first and the last) */
+		memcpy(l->cong, s->cong, sizeof l->cong);
 	l->backlog = s->wqueue;
 	l->queue_now = s->rqueue;
 	if (s->rqueue > l->queue_peak)
@@ -159,82 +162,21 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 	l->seen_last = 1;
 }
 
-/* The listener a connection was accepted from: same namespace and port, same address or a
- * wildcard one (an IPv6 wildcard listener takes IPv4 connections too, as IPv6 sockets). */
-static int listener_of(const struct shared_window *d, int ns, const struct diag_sock *s)
-{
-	int wild = -1;
-	for (int k = 0; k < d->nl; k++) {
-		const struct doc_listener *l = &d->l[k];
-		int m = l->ns != ns ? 0 : diag_listener_takes(l->family, l->addr, l->port, s->family,
-		                                               s->src, s->sport);
-		if (m == 2)
-			return k;
-		/* a wildcard of the connection's own family first (0.0.0.0 and a v6only [::]) */
-		if (m == 1 && (wild < 0 || l->family == s->family))
-			wild = k;
-	}
-	return wild;
-}
-
-/* The connection table: open addressing on the socket cookie, the index doubled as it fills */
-static size_t *conn_index;
-static size_t conn_index_cap;
-
-static struct doc_conn *conn_find(struct shared_window *d, unsigned long long cookie, int add)
-{
-	if (add && 2 * (d->nc + 1) > conn_index_cap) {
-		size_t cap = conn_index_cap ? 2 * conn_index_cap : 4096;
-		size_t *idx = malloc(cap * sizeof *idx);
-		if (!idx)
-			return NULL;
-		for (size_t k = 0; k < cap; k++)
-			idx[k] = SIZE_MAX;
-		for (size_t k = 0; k < d->nc; k++)
-			for (size_t h = d->c[k].cookie * 0x9e3779b97f4a7c15ull;; h++)
-				if (idx[h & (cap - 1)] == SIZE_MAX) {
-					idx[h & (cap - 1)] = k;
-					break;
-				}
-		free(conn_index);
-		conn_index = idx;
-		conn_index_cap = cap;
-	}
-	if (!conn_index_cap)
-		return NULL;
-	for (size_t h = cookie * 0x9e3779b97f4a7c15ull;; h++) {
-		size_t *slot = &conn_index[h & (conn_index_cap - 1)];
-		if (*slot == SIZE_MAX) {
-			if (!add)
-				return NULL;
-			if (grow(&d->c, &d->cap, d->nc, sizeof *d->c, 1024) != 0)
-				return NULL;
-			*slot = d->nc;
-			struct doc_conn *c = &d->c[d->nc++];
-			memset(c, 0, sizeof *c);
-			c->cookie = cookie;
-			return c;
-		}
-		if (d->c[*slot].cookie == cookie)
-			return &d->c[*slot];
-	}
-}
-
 static void on_conn(const struct diag_sock *s, void *ctx)
 {
 	struct sample_ctx *x = ctx;
 	struct shared_window *d = x->d;
-	int l = listener_of(d, x->ns, s);
+	int l = doc_listener_of(d, x->ns, s);
 	if (l < 0 || !s->info_len)
 		return;
 	x->count++;
-	struct doc_conn *c = conn_find(d, s->cookie, 0);
+	struct doc_conn *c = doc_conn_find(d, s->cookie, 0);
 	if (!c) {
 		if (d->nc >= MAX_CONNS) {
 			d->conns_dropped++;
 			return;
 		}
-		if (!(c = conn_find(d, s->cookie, 1)))
+		if (!(c = doc_conn_find(d, s->cookie, 1)))
 			return;
 		c->listener = l;
 		c->inode = s->inode;
@@ -247,6 +189,11 @@ static void on_conn(const struct diag_sock *s, void *ctx)
 	}
 	if (!c->inode) /* (0 while it waited in the accept queue) */
 		c->inode = s->inode;
+	double dt = x->t - c->last_t;
+	if (c->samples && dt > 0 && s->ti.bytes_received > c->last.ti.bytes_received &&
+	    (double)(s->ti.bytes_received - c->last.ti.bytes_received) / dt > c->max_rcv_pace)
+		c->max_rcv_pace = (double)(s->ti.bytes_received - c->last.ti.bytes_received) / dt;
+	doc_rcv_held_add(c, s);
 	c->last = *s;
 	c->last_t = x->t;
 	c->sweep = d->sweeps;
@@ -455,6 +402,7 @@ int doctor_main(void *args)
 	struct holders hs = {0};
 	holders_scan(&hs, NULL, 0);
 	signal(SIGPIPE, SIG_IGN);
+	doc_closes_open(d); /* (before the first sample: a connection freed from then on counts) */
 	double t0 = clock_mono_s(), end = t0 + d->seconds;
 	if (sample(d, &hs, npids ? pids : NULL, npids, ports, nports, 1, 1, 1) != 0 &&
 	    (d->ns[0].nl < 0 || !d->nl)) {
@@ -490,6 +438,7 @@ int doctor_main(void *args)
 		int conns = clock_mono_s() >= next_conn;
 		double cpu = clock_cpu_s();
 		sample(d, &hs, NULL, 0, NULL, 0, 0, conns, 0);
+		doc_closes_read(d);
 		if (conns && d->nc) {
 			double t = clock_mono_s();
 			doc_look_during(d);
@@ -526,6 +475,7 @@ int doctor_main(void *args)
 		d->conn_sample_us /= (double)d->conn_samples;
 	doc_look_at_holders(d);
 	doc_routes_back(d);
+	doc_closes_end(d);
 	if (d->dump_errors)
 		fprintf(stderr, "socktune: doctor: %lld samples incomplete: %s\n", d->dump_errors,
 		        d->dump_error);

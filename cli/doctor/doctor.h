@@ -26,6 +26,20 @@ void doc_start_of(int pid, struct doc_start *out);
 
 extern const char *const doc_counter_names[C_COUNT]; /* TcpExt's names of C_* */
 
+/* The listener a connection was accepted from: same namespace and port, same address or a
+ * wildcard one (an IPv6 wildcard listener takes IPv4 connections too, as IPv6 sockets); -1 */
+int doc_listener_of(const struct shared_window *d, int ns, const struct diag_sock *s);
+/* The connection of cookie among those followed (add: made when new; NULL past memory) */
+struct doc_conn *doc_conn_find(struct shared_window *d, unsigned long long cookie, int add);
+
+/* doctor_close.c: the namespaces' destroy notifications over the window (host/diagclose.c):
+ * subscribed at its start, read at each tick and at its end, each freed connection of a
+ * listener into its doc_closed; then what the path rules need beside them (the initial
+ * window in force for the far peers, their route, the namespaces' congestion controls) */
+void doc_closes_open(struct shared_window *d);
+void doc_closes_read(struct shared_window *d);
+void doc_closes_end(struct shared_window *d);
+
 /* netns.c: the namespace of pid (0: ours) among d's, added with its sock_diag socket and
  * limits when new; its index, or -1 */
 int doc_ns_add(struct shared_window *d, int pid);
@@ -51,6 +65,9 @@ void doctor_help(FILE *f);
 /* ---- doctor_cg.c: the sock_ops programs on the listeners' processes' cgroups ---- */
 void doc_cgroups_rec(struct rec *root, const struct shared_window *d);
 void doc_cgroups_text(FILE *f, const struct shared_window *d);
+/* What a socktune program on listener l's service's cgroup sets that the path rules read:
+ * its --initcwnd (0: none) and --congestion (cong: "" none); -1 when none is read */
+int doc_cgroup_sets(const struct shared_window *d, int l, int *initcwnd, char *cong, size_t n);
 
 /* ---- doctor_out.c ---- */
 void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_findings *fs);

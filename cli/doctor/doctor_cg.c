@@ -187,3 +187,31 @@ void doc_cgroups_text(FILE *f, const struct shared_window *d)
 		}
 	}
 }
+
+int doc_cgroup_sets(const struct shared_window *d, int l, int *initcwnd, char *cong, size_t n)
+{
+	const struct doc_listener *L = &d->l[l];
+	*initcwnd = 0;
+	cong[0] = '\0';
+	char dir[4096], err[256];
+	if (L->service < 0 || cg_pid_dir(L->owners[L->service].pid, dir, sizeof dir, err,
+	                                  sizeof err) != 0)
+		return -1;
+	int looks_n = read_looks(d), found = -1;
+	for (int k = 0; k < looks_n; k++) {
+		const struct cg_look *c = &looks[k];
+		if (strcmp(c->dir, dir) != 0)
+			continue;
+		for (int j = 0; j < c->nprogs; j++) {
+			const struct cg_seen *s = &c->prog[j];
+			if (!s->ours || !s->readable)
+				continue;
+			found = 0;
+			if (s->set[ST_V_INITCWND])
+				*initcwnd = (int)s->value[ST_V_INITCWND];
+			if (s->set[ST_V_CONGESTION])
+				snprintf(cong, n, "%s", s->text[ST_V_CONGESTION]);
+		}
+	}
+	return found;
+}

@@ -137,6 +137,12 @@ void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_
 		        ns->wmem_max);
 		if (ns->nl < 0)
 			fprintf(f, "  not looked at: %s\n", ns->error);
+		if (ns->closes < 0)
+			fprintf(f, "  connections closed: not seen (destroy notifications: %s)\n",
+			        strerror(-ns->closes));
+		else if (ns->close_overruns)
+			fprintf(f, "  connections closed: the kernel dropped notifications %llu times (a "
+			        "full buffer): those are not counted\n", ns->close_overruns);
 		fprintf(f, "  counters over the window:");
 		for (int c = 0; c < C_COUNT; c++) {
 			long long v = doc_ns_delta(ns, c);
@@ -173,6 +179,10 @@ void doctor_print_text(FILE *f, const struct shared_window *d, const struct doc_
 		        dropped, l->rb, l->tb, nodelay_text(l->nodelay), l->conns);
 		if (l->nodelay < -1)
 			fprintf(f, "    (nodelay: %s)\n", CLEAN(l->nodelay_why));
+		if (l->closed)
+			fprintf(f, "    %llu connections closed: %llu far (min_rtt %d ms or more), %llu "
+			        "near\n", l->closed->n, l->closed->far, DOC_FAR_RTT_US / 1000,
+			        l->closed->near);
 	}
 	doc_cgroups_text(f, d);
 	size_t idx[TEXT_WORST], n = doctor_worst(d, -1, idx, TEXT_WORST);
@@ -292,6 +302,13 @@ static void listener_rec(struct rec *r, const struct shared_window *d, const str
 		rec_str(r, K_NODELAY_WHY, l->nodelay_why);
 	rec_bool(r, K_CLOSED, !l->seen_last);
 	rec_int(r, K_CONNECTIONS_SEEN, l->conns);
+	if (l->closed) {
+		rec_int(r, K_CONNECTIONS_CLOSED, (long long)l->closed->n);
+		rec_int(r, K_FAR_CONNECTIONS, (long long)l->closed->far);
+		rec_int(r, K_NEAR_CONNECTIONS, (long long)l->closed->near);
+	} else {
+		rec_null(r, K_CONNECTIONS_CLOSED);
+	}
 	rec_int(r, K_NETNS, (long long)ns->ino);
 	counters_rec(r, ns);
 }
@@ -370,6 +387,11 @@ static void report_rec(struct rec *root, const struct shared_window *d,
 		rec_known(o, K_RMEM_MAX_BYTES, ns->rmem_max);
 		rec_known(o, K_WMEM_MAX_BYTES, ns->wmem_max);
 		rec_str(o, K_ERROR, ns->nl < 0 ? ns->error : NULL);
+		if (ns->closes == 1)
+			rec_int(o, K_CLOSE_OVERRUNS, (long long)ns->close_overruns);
+		else
+			rec_null(o, K_CLOSE_OVERRUNS);
+		rec_str(o, K_OPTION + ST_V_CONGESTION, ns->cong[0] ? ns->cong : NULL);
 		counters_rec(o, ns);
 	}
 	rec_int(root, K_LISTENERS_NOT_FOLLOWED, d->listeners_dropped);

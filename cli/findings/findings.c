@@ -503,5 +503,11 @@ void doc_judge_retransmits(const struct shared_window *d, struct doc_findings *f
 		else if (rtos && min_rto < RTO_MIN_US)
 			doc_note(f, "a retransmit timeout under the default 200 ms is in force already "
 			         "(%u ms: --rto-min, or the route's rto_min)", min_rto / 1000);
+		/* past a LAN's round trip a shorter timeout cures nothing: the time goes in the
+		 * window a loss-based congestion control cuts (loss-limited, findings_path.c) */
+		if (min_rtt != NO_RTT && min_rtt >= DOC_FAR_RTT_US)
+			doc_note(f, "on a %.0f ms round trip --rto-min is no cure (a LAN's): what a loss "
+			         "costs there is the window the congestion control cuts, see "
+			         "loss-limited", min_rtt / 1000.0);
 	}
 }

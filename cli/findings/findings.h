@@ -1,5 +1,5 @@
 /* doctor's rules as one table (DOC_RULES, rules.c), their judges (findings.c,
- * findings_queue.c, findings_memory.c) and how a finding is written (fixes.c): they judge a
+ * findings_queue.c, findings_memory.c, findings_path.c) and how a finding is written (fixes.c): they judge a
  * window's record (struct shared_window, window.h: doctor's samples or watch's); attach's
  * watch applies the client-Nagle rule to numbers of its own.  Internal to cli/. */
 #ifndef SOCKTUNE_FINDINGS_H
@@ -54,6 +54,11 @@ enum { DOC_AT_LEAST = 1 };
 	  DOC_NO_CURE, 0, 0)                                                                     \
 	X(DELAYED_ACK_CLIENT_NAGLE, "delayed-ack-client-nagle", doc_judge_client_nagle,          \
 	  DOC_IN_BOTH, DOC_NO_CURE, 0, 0)                                                        \
+	X(SLOW_START_LIMITED, "slow-start-limited", doc_judge_slow_start, DOC_IN_BOTH,           \
+	  DOC_NO_CURE, 0, 0)                                                                     \
+	X(LOSS_LIMITED, "loss-limited", doc_judge_loss, DOC_IN_BOTH, DOC_NO_CURE, 0, 0)          \
+	X(RECEIVE_BUFFER_LIMITED, "receive-buffer-limited", doc_judge_rcvbuf, DOC_IN_BOTH,       \
+	  DOC_NO_CURE, 0, 0)                                                                     \
 	X(RECEIVE_WINDOW_LIMITED, "receive-window-limited", doc_judge_rwnd_limited,              \
 	  DOC_IN_DOCTOR, DOC_NO_CURE, 0, 0)                                                      \
 	X(SEND_BUFFER_LIMITED, "send-buffer-limited", doc_judge_sndbuf_limited, DOC_IN_DOCTOR,   \
@@ -136,7 +141,9 @@ double doc_share(uint64_t part, uint64_t busy);
 int doctor_status(const struct doc_findings *fs);
 /* A connection limited by the window or the send buffer: this share of its busy time ... */
 #define LIMITED_SHARE 20.0
-#define LIMITED_MIN_US 100000 /* ... over at least this much busy time */
+/* ... over at least this much busy time: a reader off the CPU for a tenth of a second (a
+ * loaded machine's scheduler) is not a slow reader */
+#define LIMITED_MIN_US 500000
 /* One connection's numbers over an interval, as the client-Nagle rule reads them (tcp_info's
  * counters at two moments, or since the connection began). */
 struct doc_exchanges {
@@ -172,6 +179,13 @@ void doc_fix_live(struct doc_finding *f, const struct shared_window *d, int l, c
                   int connections);
 void doc_fix_next_start(struct doc_finding *f, const struct shared_window *d, int l,
                         const char *flags);
+/* The cgroup mode's two forms for listener l: attach --cgroup for the running service (the
+ * connections it makes from now on: DOC_CG_NOW; not where the listener was made in the root
+ * cgroup, the whole host: said), socktune --cgroup at its next start (every one from the
+ * first: DOC_CG_NEXT) */
+enum { DOC_CG_NOW = 1, DOC_CG_NEXT = 2 };
+void doc_fix_cgroup(struct doc_finding *f, const struct shared_window *d, int l,
+                    const char *flags, int forms);
 /* The cures of a stall on the server's delayed ACK: --delack-max, quick-ack, the route's */
 void doc_fix_delack(struct doc_finding *f, const struct shared_window *d, int l);
 /* The cures of the server's Nagle: --nodelay.  overridden: the program sets TCP_NODELAY 0 on

@@ -238,19 +238,22 @@ static int cgroup_sets(const char *flags)
 	return any;
 }
 
-/* The cgroup mode's two forms: attach --cgroup for the running service (the connections
- * it makes from now on: CG_NOW), socktune --cgroup at its next start (every one from the
- * first: CG_NEXT) */
-enum { CG_NOW = 1, CG_NEXT = 2 };
-static void cgroup_forms(struct doc_finding *f, const struct shared_window *d, int l,
-                         const char *flags, int forms)
+void doc_fix_cgroup(struct doc_finding *f, const struct shared_window *d, int l,
+                    const char *flags, int forms)
 {
 	const struct doc_listener *L = &d->l[l];
 	const struct doc_start *s = &L->start;
-	if ((forms & CG_NOW) && L->seen_last)
+	/* a listener made in the root cgroup: attach --cgroup there is the whole host (it
+	 * takes --cgroup-root for that), no cure of one service */
+	if ((forms & DOC_CG_NOW) && L->seen_last && L->service >= 0 && L->cgroup_id == 1)
+		doc_note(f, "now: the listener was made in the root cgroup, the whole host: attach "
+		         "--cgroup would tune every connection of the host (it takes --cgroup-root "
+		         "for that); start the service in a cgroup of its own (socktune --cgroup -- "
+		         "CMD, or its unit's own cgroup) and attach there");
+	else if ((forms & DOC_CG_NOW) && L->seen_last && L->service >= 0)
 		doc_fix(f, "socktune attach --cgroup %s %d", flags, L->owners[L->service].pid);
 	const struct doc_ns *ns = &d->ns[L->ns];
-	if ((forms & CG_NEXT) && s->known && (ns->ours || ns->name[0])) {
+	if ((forms & DOC_CG_NEXT) && s->known && (ns->ours || ns->name[0])) {
 		char in[300] = "", ports[24] = "";
 		if (!ns->ours)
 			snprintf(in, sizeof in, "ip netns exec %s ", ns->name);
@@ -275,7 +278,7 @@ static void fix_cgroup(struct doc_finding *f, const struct shared_window *d, int
 	const struct doc_start *s = &L->start;
 	if (L->service < 0 || !s->known || !s->reach || !cgroup_sets(flags))
 		return;
-	cgroup_forms(f, d, l, flags, CG_NOW | CG_NEXT);
+	doc_fix_cgroup(f, d, l, flags, DOC_CG_NOW | DOC_CG_NEXT);
 }
 
 void doc_fix_flags(struct doc_finding *f, const struct shared_window *d, int l, const char *flags,
@@ -358,11 +361,11 @@ void doc_fix_nagle(struct doc_finding *f, const struct shared_window *d, int l, 
 		         "call%s", held ? ", and the preload at the next start, which sets the "
 		         "policy's value back after it (precedence policy)" : "");
 		if (cg)
-			cgroup_forms(f, d, l, live, CG_NOW);
+			doc_fix_cgroup(f, d, l, live, DOC_CG_NOW);
 		if (held)
 			doc_fix_next_start(f, d, l, next);
 		if (cg)
-			cgroup_forms(f, d, l, live, CG_NEXT);
+			doc_fix_cgroup(f, d, l, live, DOC_CG_NEXT);
 	}
 	if (delack)
 		fix_quickack(f, d, l, 0);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "socktune_kernel.h"
 #include "record.h"
 #include "host/diag.h"
 
@@ -40,6 +41,12 @@ struct doc_ns {
 	int ours;
 	long long start[C_COUNT], end[C_COUNT]; /* -1: unreadable */
 	long long somaxconn, rmem_max, wmem_max, tcp_mem[3], rmem[3], wmem[3];
+	char cong[16];          /* its net.ipv4.tcp_congestion_control ("" unknown) */
+	char cong_available[256]; /* net.ipv4.tcp_available_congestion_control (the host's) */
+	/* its destroy notifications (host/diagclose.c): followed (-errno: not), and the
+	 * times the kernel dropped some (ENOBUFS) over the window */
+	int closes;
+	unsigned long long close_overruns;
 	char error[160];
 	char name[256]; /* its name under /run/netns (ip netns), one shell word; "" none */
 };
@@ -54,6 +61,65 @@ struct doc_owner {
 	int pid, fd;
 	char comm[32];
 };
+
+/* ---- a listener's connections as the kernel freed them (closed.c): what the path rules
+ * (slow start, loss, findings_path.c) read, from sock_diag's destroy notifications
+ * (host/diagclose.c), so that a connection of 50 ms counts as one of 50 s does ---- */
+
+#define DOC_FAR_RTT_US 10000 /* a round trip that matters: the path rules look past it */
+#define DOC_GONE_KEEP 32     /* far connections of one response kept (the latest) */
+#define DOC_NETS_KEEP 4      /* far and near peers' networks (/24, /64) kept */
+#define DOC_NO_RTT UINT32_MAX /* tcpi_min_rtt before any round trip was measured */
+
+/* One connection freed: its tcp_info's end, as the slow-start rule reads it */
+struct doc_gone {
+	int family;
+	unsigned char peer[16];
+	uint32_t min_rtt;      /* us */
+	uint32_t segs_out;     /* data segments sent (tcpi_data_segs_out), retransmits too */
+	uint32_t segs_in;      /* data segments received */
+	uint32_t retrans;      /* segments sent again (tcpi_total_retrans) */
+	uint32_t mss;
+	uint64_t bytes_sent;   /* bytes sent once (tcpi_bytes_sent less tcpi_bytes_retrans) */
+	uint64_t busy_us;      /* time with data in flight or queued (tcpi_busy_time) */
+	uint64_t rwnd_us;      /* ... of it held by the peer's window (tcpi_rwnd_limited) */
+};
+
+/* A network of peers: a /24 of IPv4, a /64 of IPv6 */
+struct doc_net {
+	int family;
+	unsigned char addr[16];
+};
+
+struct doc_closed {
+	unsigned long long n;          /* connections freed */
+	unsigned long long far, near;  /* ... with a min_rtt of DOC_FAR_RTT_US or more, less */
+	/* far ones: data segments sent, sent again; those that sent again; of those, the ones
+	 * whose slow-start threshold the loss cut (what a loss-based congestion control does:
+	 * cubic, reno; bbr leaves it) */
+	unsigned long long far_segs, far_retrans, far_lossy, far_cut;
+	uint32_t far_min_rtt;          /* the least min_rtt among the far ones (0: none) */
+	int far_family;                /* the latest far peer (its route: the initial window's) */
+	unsigned char far_peer[16];
+	/* far connections that carried one response (at most DOC_ONE_REQUEST_SEGS segments
+	 * received: one request, or none), none sent again: the latest DOC_GONE_KEEP */
+	struct doc_gone one[DOC_GONE_KEEP];
+	int none, next;
+	unsigned long long one_seen;
+	/* the peers' networks, far and near, the first DOC_NETS_KEEP of each (more: counted) */
+	struct doc_net far_nets[DOC_NETS_KEEP], near_nets[DOC_NETS_KEEP];
+	int nfar_nets, nnear_nets, far_nets_more;
+};
+#define DOC_ONE_REQUEST_SEGS 4
+
+/* closed.c: a freed connection s (a listener's: its local port the listener's, a peer) into
+ * a; pure.  One without a peer (a listener, a socket never connected) is not counted. */
+void doc_closed_add(struct doc_closed *a, const struct diag_sock *s);
+/* The flights slow start needs for segs at an initial window of iw segments: the rounds
+ * in which it sends iw, 2 iw, 4 iw ... (1 when they fit in the first); pure */
+int doc_flights(uint32_t segs, uint32_t iw);
+/* Whether address a (family) is in net n */
+int doc_net_has(const struct doc_net *n, int family, const unsigned char *a);
 
 struct doc_listener {
 	int ns; /* index into shared_window.ns */
@@ -81,6 +147,21 @@ struct doc_listener {
 	char route_fix[600];       /* `ip route change ... quickack 1` for the route back to a
 	                            * peer of it, when that route lacks it ("" unknown) */
 	char route_peer[64];       /* that peer's address ("" none seen) */
+	/* ---- for the path rules (findings_path.c) ---- */
+	const struct doc_closed *closed; /* its connections freed over the window (NULL: not
+	                                  * followed) */
+	unsigned long long cgroup_id;    /* the cgroup it was made in (1: the root, the host) */
+	char cong[16];                   /* its congestion control, which accepted connections
+	                                  * copy ("" unknown) */
+	/* the initial window in force for its far peers: a socktune cgroup program's
+	 * --initcwnd, else their route's initcwnd, else the kernel's 10 */
+	int iw;
+	const char *iw_from;             /* "cgroup", "route", "default" */
+	int cg_cong_set;                 /* a socktune program on its cgroup sets the congestion
+	                                  * control: cg_cong */
+	char cg_cong[16];
+	int far_route_found;             /* the route to a far peer of it, in its namespace */
+	struct st_route far_route;
 };
 
 /* The connection attempts a listener dropped over the window are known: its drop count was
@@ -107,8 +188,38 @@ struct doc_conn {
 	int nodelay_off;   /* read as 0 at least once (an app may set it after accept) */
 	int looks;         /* reads of its TCP_NODELAY tried during the window */
 	long long sweep;   /* the last connection sample that saw it (shared_window.sweeps) */
+	int freed;         /* the kernel freed it within the window: the listener's doc_closed
+	                    * holds it, from its end (the path rules count it there) */
+	/* samples that caught its peer held by our receive buffer: data the program had not
+	 * read filling half the buffer or more, the window advertised under 4 segments; the
+	 * last of them: the buffer, what it held, the window, the bytes received by then */
+	int rcv_held_samples;
+	uint32_t rcv_held_rcvbuf, rcv_held_rmem, rcv_held_wnd;
+	uint64_t rcv_held_received;
+	uint64_t end_received; /* bytes received at its end (the kernel's at close), 0: not seen */
+	double max_rcv_pace;   /* the fastest it received between two samples, bytes a second */
 	int pid, fd;       /* its holder, -1 when not found */
 };
+
+/* A sample s of a connection whose receive buffer holds its peer back: half of it or more
+ * unread, the window advertised under 4 segments (the peer's sending stops there) */
+static inline int doc_rcv_held(const struct diag_sock *s)
+{
+	return s->has_mem && s->info_len && s->mem[MEM_RCVBUF] &&
+	       2ull * s->mem[MEM_RMEM] >= s->mem[MEM_RCVBUF] &&
+	       s->ti.rcv_wnd < 4ull * (s->ti.rcv_mss ? s->ti.rcv_mss : 536);
+}
+/* Counts sample s of c in its rcv_held_* when it is one */
+static inline void doc_rcv_held_add(struct doc_conn *c, const struct diag_sock *s)
+{
+	if (!doc_rcv_held(s))
+		return;
+	c->rcv_held_samples++;
+	c->rcv_held_rcvbuf = s->mem[MEM_RCVBUF];
+	c->rcv_held_rmem = s->mem[MEM_RMEM];
+	c->rcv_held_wnd = s->ti.rcv_wnd;
+	c->rcv_held_received = s->ti.bytes_received;
+}
 
 /* The window, as doctor fills it over its --seconds and watch over each --window (its
  * listener samples and its latest two connection samples): what the rules judge.  doctor's

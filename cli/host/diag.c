@@ -37,8 +37,8 @@ struct diag_msg {
 	struct diag_id id;
 	uint32_t expires, rqueue, wqueue, uid, inode;
 };
-enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20, INET_DIAG_INFO_ = 2,
-       INET_DIAG_SKMEMINFO_ = 7, INET_DIAG_CGROUP_ID_ = 21, INET_DIAG_REQ_BYTECODE_ = 1,
+enum { INET_DIAG_INFO_ = 2, INET_DIAG_CONG_ = 4, INET_DIAG_SKMEMINFO_ = 7,
+       INET_DIAG_CGROUP_ID_ = 21, INET_DIAG_REQ_BYTECODE_ = 1,
        INET_DIAG_BC_JMP_ = 1, INET_DIAG_BC_S_EQ_ = 11, INET_DIAG_BC_CGROUP_COND_ = 13 };
 /* One instruction of the kernel's filter (inet_diag_bc_op): on a match go yes bytes on, else
  * no bytes (JMP: always no); a socket is reported when the run ends exactly at the program's
@@ -156,13 +156,14 @@ int diag_listener_takes(int lfamily, const unsigned char *laddr, unsigned lport,
 	return memcmp(laddr, zero, alen) == 0 && (lfamily == AF_INET6 || family == AF_INET);
 }
 
-/* One message of a dump into s; 0 when it is not one. */
-static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
+int diag_parse(const void *msg, size_t len, struct diag_sock *s)
 {
-	if (h->len < sizeof *h + sizeof(struct diag_msg))
+	const struct nl_hdr *h = msg;
+	if (len < sizeof *h || h->len < sizeof *h + sizeof(struct diag_msg) || h->len > len)
 		return 0;
 	const struct diag_msg *m = (const void *)(h + 1);
 	memset(s, 0, offsetof(struct diag_sock, ti));
+	s->cong[0] = '\0';
 	s->family = m->family;
 	s->state = m->state;
 	s->sport = ntohs(m->id.sport);
@@ -183,19 +184,23 @@ static int parse_msg(const struct nl_hdr *h, struct diag_sock *s)
 		if (a->len < sizeof *a || off + a->len > h->len)
 			break;
 		const void *data = a + 1;
-		size_t len = a->len - sizeof *a;
+		size_t alen = a->len - sizeof *a;
 		if (a->type == INET_DIAG_INFO_) { /* decode by length: newer kernels add fields */
-			size_t take = len < sizeof s->ti ? len : sizeof s->ti;
+			size_t take = alen < sizeof s->ti ? alen : sizeof s->ti;
 			memset(&s->ti, 0, sizeof s->ti);
 			memcpy(&s->ti, data, take);
 			s->info_len = take;
 			info = 1;
 		} else if (a->type == INET_DIAG_SKMEMINFO_) {
-			size_t take = len < sizeof s->mem ? len : sizeof s->mem;
+			size_t take = alen < sizeof s->mem ? alen : sizeof s->mem;
 			memset(s->mem, 0, sizeof s->mem);
 			memcpy(s->mem, data, take);
 			s->has_mem = 1;
-		} else if (a->type == INET_DIAG_CGROUP_ID_ && len >= sizeof s->cgroup_id) {
+		} else if (a->type == INET_DIAG_CONG_) { /* a name, NUL-terminated or not */
+			size_t take = strnlen(data, alen < sizeof s->cong ? alen : sizeof s->cong - 1);
+			memcpy(s->cong, data, take);
+			s->cong[take] = '\0';
+		} else if (a->type == INET_DIAG_CGROUP_ID_ && alen >= sizeof s->cgroup_id) {
 			memcpy(&s->cgroup_id, data, sizeof s->cgroup_id); /* (sent without being asked) */
 		}
 		off += NL_ALIGN(a->len);
@@ -262,7 +267,7 @@ static int dump_family(int nl, int family, unsigned states, int with_info,
 	if (with_info)
 		req.r.ext = 1u << (INET_DIAG_SKMEMINFO_ - 1);
 	if (with_info == 1)
-		req.r.ext |= 1u << (INET_DIAG_INFO_ - 1);
+		req.r.ext |= 1u << (INET_DIAG_INFO_ - 1) | 1u << (INET_DIAG_CONG_ - 1);
 	struct nl_addr kernel = {.family = AF_NETLINK};
 	if (sendto(nl, &req, req.h.len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
 		return -errno;
@@ -298,7 +303,7 @@ static int dump_family(int nl, int family, unsigned states, int with_info,
 					memcpy(&err, h + 1, sizeof err);
 				return err ? err : -EPROTO;
 			}
-			if (h->type == SOCK_DIAG_BY_FAMILY_ && parse_msg(h, &s)) {
+			if (h->type == SOCK_DIAG_BY_FAMILY_ && diag_parse(h, (size_t)n - off, &s)) {
 				cb(&s, ctx);
 				count++;
 			}

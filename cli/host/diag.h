@@ -52,6 +52,8 @@ struct diag_sock {
 	struct diag_tcp_info ti;
 	int has_mem;
 	uint32_t mem[MEM_VARS];
+	char cong[16];           /* its congestion control (INET_DIAG_CONG; dumps with tcp_info
+	                          * ask for it), "" not said */
 };
 
 /* Every TCP socket of the netlink socket's network namespace in one of the states of the
@@ -70,6 +72,10 @@ int diag_dump_ports(int nl, unsigned states, int with_info, const unsigned *port
 #define DIAG_MAX_CGROUPS 64
 int diag_dump_cgroups(int nl, unsigned states, int with_info, const unsigned long long *ids,
                       int nids, diag_cb cb, void *ctx);
+/* One sock_diag message (a header and its body, len bytes: a dump's or a destroy
+ * notification's) into s: 1, or 0 when it is none (too short, its length past len).  Every
+ * attribute is read within the message: a hostile or cut one yields less, never more. */
+int diag_parse(const void *msg, size_t len, struct diag_sock *s);
 /* Dumps whose answer the kernel flagged NLM_F_DUMP_INTR (sockets came and went meanwhile) */
 extern long diag_interrupted;
 /* A NETLINK_SOCK_DIAG socket in pid's network namespace (0: ours), or -errno. */

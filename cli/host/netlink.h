@@ -23,5 +23,8 @@ struct nl_attr { /* (rtattr and nlattr: the same two fields) */
 enum { NLMSG_ERROR_ = 2, NLMSG_DONE_ = 3, NLM_F_REQUEST_ = 1, NLM_F_DUMP_ = 0x300,
        NLM_F_DUMP_INTR_ = 0x10 };
 #define NL_ALIGN(n) (((n) + 3u) & ~3u)
+/* sock_diag's protocol and its message type (linux/sock_diag.h): diag.c's dumps,
+ * diagclose.c's notifications */
+enum { NETLINK_SOCK_DIAG_ = 4, SOCK_DIAG_BY_FAMILY_ = 20 };
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "socktune_host.h"
+#include "host/diag.h"
 #include "host/pidinfo.h"
 #include "host/nssysctl.h"
 
@@ -46,4 +47,17 @@ long long target_sysctl(int pid, const char *name)
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	return v;
+}
+
+int target_sysctl_str(int pid, const char *name, char *out, size_t n)
+{
+	out[0] = '\0';
+	/* /proc/sys/net is the reader's namespace's, as it opens it: read from inside */
+	int self = diag_enter(pid);
+	if (self < 0 && self != DIAG_SAME_NS)
+		return -1;
+	int rc = st_sysctl_str(name, out, n);
+	if (diag_leave(self) != 0)
+		return -1;
+	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "socktune_kernel.h"
+#include "host/diag.h"
 #include "host/netlink.h"
 #include "host/route.h"
 
@@ -327,4 +328,13 @@ int route_lookup(const char *addr, struct route_result *out)
 	if (!out->quickack)
 		out->fixable = st_fix_route_quickack(&out->route, out->fix, sizeof out->fix) == 0;
 	return 0;
+}
+
+int route_lookup_in(int pid, const char *addr, struct route_result *out)
+{
+	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS;
+	if (self < 0 && self != DIAG_SAME_NS)
+		return -1;
+	int found = route_lookup(addr, out) == 0 && out->found;
+	return diag_leave(self) == 0 && found ? 0 : -1;
 }

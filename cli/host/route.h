@@ -45,5 +45,8 @@ struct route_result {
 	struct route_path path; /* routepath.c's, once found */
 };
 int route_lookup(const char *addr, struct route_result *out);
+/* The same, as pid's network namespace routes it (pid <= 0: ours): entered and left (setns:
+ * CAP_SYS_ADMIN); 0 with out->found when a route was found, else -1. */
+int route_lookup_in(int pid, const char *addr, struct route_result *out);
 
 #endif

@@ -103,6 +103,7 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 			l->excluded = 1; /* until its holder is found among the targets */
 	}
 	l->s_sockets++;
+	l->cgroup_id = s->cgroup_id;
 	l->s_queue += s->rqueue;
 	l->s_backlog += s->wqueue;
 	if (s->has_mem) {
@@ -305,6 +306,7 @@ static void rescan(struct watch *w)
 	fprintf(stderr, "socktune: watch: SIGHUP: namespaces and listeners' services looked up "
 	        "again\n");
 	watch_scan_ns(w);
+	watch_close_sync(w);
 	for (int k = 0; k < w->nl; k++)
 		if (w->l[k].used)
 			w->l[k].want_ident = 1;
@@ -423,6 +425,7 @@ int watch_main(void *args)
 	w.next_ident = t0;
 	w.started = t0;
 	watch_scan_ns(&w);
+	watch_close_sync(&w);
 	watch_window_start(&w);
 	sample(&w);
 	watch_conn_sample(&w, clock_mono_s());
@@ -450,12 +453,14 @@ int watch_main(void *args)
 			wake = end;
 		if (lfd >= 0 && watch_http_deadline(now) < wake)
 			wake = watch_http_deadline(now);
-		struct pollfd pf[WATCH_HTTP_CLIENTS + 1];
+		static struct pollfd pf[WATCH_HTTP_CLIENTS + 1 + WATCH_MAX_NS];
 		int n = lfd >= 0 ? watch_http_fds(lfd, pf, now) : 0;
+		int nc = watch_close_fds(pf + n, WATCH_MAX_NS, now, &wake);
 		int ms = wake > now ? (int)((wake - now) * 1000) + 1 : 0;
-		if (poll(pf, (nfds_t)n, ms) < 0 && errno != EINTR)
+		if (poll(pf, (nfds_t)(n + nc), ms) < 0 && errno != EINTR)
 			break;
 		now = clock_mono_s();
+		watch_close_run(&w, pf + n, nc, now);
 		if (got_hup) {
 			got_hup = 0;
 			rescan(&w);
@@ -467,6 +472,7 @@ int watch_main(void *args)
 		}
 		if (now >= next_scan) {
 			watch_scan_ns(&w);
+			watch_close_sync(&w);
 			next_scan = now + SCAN_EVERY_S;
 		}
 		if (now >= next_sample) {
@@ -492,6 +498,7 @@ int watch_main(void *args)
 	if (stop_signal)
 		fprintf(stderr, "socktune: watch: %s: ending\n", stop_name());
 	watch_http_close(lfd);
+	watch_close_end();
 	watch_ns_close(&w);
 	return 0;
 }

@@ -167,6 +167,7 @@ struct watch_listener {
 		unsigned long long rtt_n, rtt_ranked, segs_out, retrans, rmem, wmem;
 	} path;
 	int doc_index;         /* its index in the window's record being judged, -1 none */
+	unsigned long long cgroup_id; /* the cgroup its latest socket was made in (1: the root) */
 	double overflow_seen;  /* the latest window that found clients waiting on an overflow */
 };
 
@@ -343,6 +344,33 @@ void watch_findings(struct watch *w, double now);
 void watch_conn_sample(struct watch *w, double now);
 /* Seconds since the listener counted longest ago was counted (since the start: none yet) */
 double watch_conn_age(const struct watch *w, double now);
+
+/* watchclose.c: each namespace's destroy notifications (host/diagclose.c), always on.
+ * After a scan: a socket for each namespace new, closed for each gone */
+void watch_close_sync(struct watch *w);
+/* The sockets to poll now (none within READ_GAP_S of a read that found some: *wake then
+ * brought forward to when the next read is due); after poll, those readable read, each
+ * connection freed of a listener counted and put into its window's doc_closed */
+int watch_close_fds(struct pollfd *pf, int max, double now, double *wake);
+void watch_close_run(struct watch *w, const struct pollfd *pf, int n, double now);
+/* Listener l's connections freed since watch followed it: 0, or -1 when its namespace's
+ * notifications are not read (no sample) */
+int watch_close_total(const struct watch *w, const struct watch_listener *l,
+                      unsigned long long *total);
+/* The times the kernel dropped notifications in namespace ino (0), -1 when they are not
+ * read there; the notifications read, every namespace's */
+int watch_close_overruns(unsigned long long ino, unsigned long long *overruns);
+unsigned long long watch_close_notifications(void);
+/* What the path rules read of listener l in the window's record: its doc_closed, the
+ * initial window for its far peers (their route's, else 10) and the route, its namespace's
+ * congestion controls and overruns; at the window's end the windows' aggregates start
+ * again (the totals go on) */
+struct doc_listener;
+struct doc_ns;
+void watch_close_fill(struct watch *w, const struct watch_listener *l, struct doc_listener *L,
+                      struct doc_ns *ns);
+void watch_close_window_end(struct watch *w);
+void watch_close_end(void);
 
 /* watchns.c: the namespaces of the targets (or of every process), added and dropped; 0 */
 void watch_scan_ns(struct watch *w);

@@ -1,6 +1,7 @@
 /* doctor's rules that run in watch too (DOC_IN_WATCH in cli/findings/findings.h's table:
  * the accept queue's, the Nagle rule and the two delayed-ACK rules, those on the latest two
- * connection samples: watchconn.c), one implementation for both, applied to watch's samples
+ * connection samples: watchconn.c; the path rules on the connections the kernel freed in the
+ * window: watchclose.c), one implementation for both, applied to watch's samples
  * over each --window: the window is written into the record both fill (struct
  * shared_window, findings/window.h: the namespaces' counters at both ends, each listener's
  * backlog, deepest queue, samples that saw one waiting, drops at the first and the last
@@ -193,6 +194,11 @@ static void conns_in(struct shared_window *d, struct watch_listener **map)
 		dc->max_ato = x->first.ti.ato > x->last.ti.ato ? x->first.ti.ato : x->last.ti.ato;
 		dc->nodelay = -1;
 		dc->pid = dc->fd = -1;
+		doc_rcv_held_add(dc, &x->first);
+		doc_rcv_held_add(dc, &x->last);
+		if (x->last_t > x->first_t && x->last.ti.bytes_received > x->first.ti.bytes_received)
+			dc->max_rcv_pace = (double)(x->last.ti.bytes_received -
+			                            x->first.ti.bytes_received) / (x->last_t - x->first_t);
 		d->l[i].conns++;
 	}
 }
@@ -351,6 +357,8 @@ void watch_findings(struct watch *w, double now)
 		}
 		snprintf(L->start.why, sizeof L->start.why, "watch does not read start commands "
 		         "(socktune doctor %d shows one)", l->service_pid);
+		L->cgroup_id = l->cgroup_id;
+		watch_close_fill(w, l, L, &d.ns[ns]);
 	}
 	/* what this window did not find: a quiet window more, cleared after enough of them */
 	for (int k = 0; k < WATCH_MAX_FINDINGS; k++) {
@@ -379,6 +387,7 @@ void watch_findings(struct watch *w, double now)
 	 * namespace and not in the listener) */
 	for (int k = 0; k < w->nns; k++)
 		memcpy(w->ns[k].w_start, end[k], sizeof end[k]);
+	watch_close_window_end(w);
 	for (int k = 0; k < w->nl; k++) {
 		struct watch_listener *l = &w->l[k];
 		l->w_samples = l->up;

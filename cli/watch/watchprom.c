@@ -24,7 +24,7 @@ enum metric {
 	M_SAMPLES, M_SAMPLE_SECONDS, M_CPU, M_NAMESPACES, M_NS_NOT_FOLLOWED, M_L_NOT_FOLLOWED,
 	M_DUMP_ERRORS, M_HOLDER_SCANS, M_F_NOT_FOLLOWED, M_L_SOCKETS, M_C_SAMPLES, M_C_SECONDS,
 	M_C_EVERY, M_C_SOCKETS, M_H_EVERY, M_APPLIED, M_BACKOFFS, M_C_EVERY_MAX, M_C_AGE,
-	M_C_BUDGET, M_C_PARTIAL,
+	M_C_BUDGET, M_C_PARTIAL, M_CLOSED, M_NS_CLOSE_OVERRUNS, M_CLOSE_NOTIFICATIONS,
 };
 
 static const struct prom_family families[] = {
@@ -121,6 +121,18 @@ static const struct prom_family families[] = {
 	 "socket options --apply changed (each in the journal; 0 without --apply)"},
 	{M_BACKOFFS, S_WATCH, "socktune_watch_apply_backoffs_total", "counter",
 	 "values --apply set that someone set otherwise after: watch backed off from them"},
+	{M_CLOSED, S_LISTENER, "socktune_listener_connections_closed_total", "counter",
+	 "connections of the listener the kernel freed since watch followed it, counted from the "
+	 "kernel's destroy notifications (sock_diag), so a connection of 50 ms counts as any "
+	 "other; its rate is the connections closed a second; notifications the kernel dropped "
+	 "are counted in socktune_netns_close_overruns_total (absent: not read in that namespace)"},
+	{M_NS_CLOSE_OVERRUNS, S_NETNS, "socktune_netns_close_overruns_total", "counter",
+	 "times the kernel dropped destroy notifications of the namespace, watch's buffer full "
+	 "(ENOBUFS; one or more each time): socktune_listener_connections_closed_total "
+	 "undercounts by those"},
+	{M_CLOSE_NOTIFICATIONS, S_WATCH, "socktune_watch_close_notifications_total", "counter",
+	 "destroy notifications read: every TCP socket freed in the namespaces watched, the "
+	 "listeners' connections among them (what counting them costs)"},
 };
 
 static void listener_labels(FILE *out, const struct watch_listener *l)
@@ -278,6 +290,9 @@ static void watch_samples(FILE *out, enum metric k, const struct watch *w)
 	case M_BACKOFFS:
 		fprintf(out, "%llu", w->backoffs);
 		break;
+	case M_CLOSE_NOTIFICATIONS:
+		fprintf(out, "%llu", watch_close_notifications());
+		break;
 	default:
 		break;
 	}
@@ -315,6 +330,13 @@ static void family_samples(FILE *out, const struct prom_family *f, const struct 
 		for (int k = 0; k < w->nns; k++) {
 			const struct watch_ns *ns = &w->ns[k];
 			long long v = 0;
+			if (f->key == M_NS_CLOSE_OVERRUNS) {
+				unsigned long long o;
+				if (watch_close_overruns(ns->ino, &o) == 0)
+					fprintf(out, "%s{%s=\"%llu\"} %llu\n", f->name, rec_keys[K_NETNS].name,
+					        ns->ino, o);
+				continue;
+			}
 			if (f->key == M_NS_LISTENERS) {
 				for (int j = 0; j < w->nl; j++)
 					v += shown(&w->l[j]) && w->l[j].up && w->l[j].ns_ino == ns->ino;
@@ -340,9 +362,13 @@ static void family_samples(FILE *out, const struct prom_family *f, const struct 
 			path_samples(out, f, l);
 			continue;
 		}
+		unsigned long long closed = 0;
+		if (f->key == M_CLOSED && (!l->up || watch_close_total(w, l, &closed) != 0))
+			continue; /* (its namespace's notifications not read: no sample) */
 		fprintf(out, "%s{", f->name);
 		listener_labels(out, l);
-		fprintf(out, "} %llu\n", listener_value((enum metric)f->key, l, c));
+			fprintf(out, "} %llu\n", f->key == M_CLOSED ? closed
+		                                            : listener_value((enum metric)f->key, l, c));
 	}
 }
 

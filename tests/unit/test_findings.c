@@ -10,6 +10,8 @@
 #include "findings/findings.c"
 #include "findings/findings_queue.c"
 #include "findings/findings_memory.c"
+#include "findings/findings_path.c"
+#include "findings/closed.c"
 #include "findings/fixes.c"
 #include "findings/rules.c"
 #include "host/diag.c"
@@ -523,6 +525,10 @@ static void healthy_cases(void)
 	c->last.ti.rwnd_limited = 1500000;
 	if (!has("receive-window-limited", NULL))
 		CASE_FAIL("75%% of busy time waiting for the window: a finding");
+	c->last.ti.busy_time = 164000, c->last.ti.rwnd_limited = 120000;
+	if (has("receive-window-limited", NULL))
+		CASE_FAIL("120 ms of a 164 ms transfer waiting (a reader off the CPU): no finding");
+	c->last.ti.busy_time = 2000000;
 	c->last.ti.rwnd_limited = 0;
 	d.l[0].rb = 2 * 4194304;
 	if (has("buffer-clamped", NULL))

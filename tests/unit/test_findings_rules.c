@@ -12,6 +12,8 @@
 #include "findings/findings.c"
 #include "findings/findings_queue.c"
 #include "findings/findings_memory.c"
+#include "findings/findings_path.c"
+#include "findings/closed.c"
 #include "findings/fixes.c"
 #include "findings/rules.c"
 #include "host/diag.c"
@@ -144,6 +146,38 @@ static void w_memory(void) /* 16 MiB of buffers open against ~4 MB of tcp_mem, 1
 	d.ns[0].tcp_mem[2] = 1000;
 }
 
+static struct doc_closed closed;
+
+static void w_slow_start(void) /* 4 responses of 32 segments, each 3 round trips at 80 ms */
+{
+	memset(&closed, 0, sizeof closed);
+	for (int k = 0; k < 4; k++) {
+		struct diag_sock s = {.family = AF_INET, .sport = 8000, .dport = 40000 + k,
+		                      .info_len = sizeof s.ti};
+		s.dst[0] = 198, s.dst[1] = 18;
+		s.ti.min_rtt = 80000, s.ti.data_segs_out = 32, s.ti.snd_mss = 1448;
+		s.ti.bytes_sent = 46001, s.ti.busy_time = 240000, s.ti.snd_ssthresh = 0x7fffffff;
+		doc_closed_add(&closed, &s);
+	}
+	d.l[0].closed = &closed;
+}
+
+static void w_loss(void) /* cubic at 80 ms, 20 of 2000 segments sent again */
+{
+	struct doc_conn *c = conn();
+	c->last.ti.min_rtt = 80000, c->last.ti.total_retrans = 20, c->last.ti.data_segs_out = 2000;
+	c->last.ti.snd_ssthresh = 9;
+	strcpy(c->last.cong, "cubic");
+}
+
+static void w_rcvbuf(void) /* an 80 ms upload held at a full 87,380-byte buffer */
+{
+	struct doc_conn *c = conn();
+	c->last.ti.min_rtt = 80000, c->last.ti.bytes_received = 400000;
+	c->rcv_held_samples = 1, c->rcv_held_rcvbuf = 87380, c->rcv_held_rmem = 87552;
+	c->rcv_held_received = 55024;
+}
+
 /* Each finding, the window that shows it, and where it is looked for (watch has no start
  * commands, buffers' caps or retransmit counters of its own) */
 static const struct {
@@ -157,6 +191,9 @@ static const struct {
 	{"nagle-delayed-ack", w_nagle, DOC_IN_BOTH},
 	{"delayed-ack-two-write", w_two_write, DOC_IN_BOTH},
 	{"delayed-ack-client-nagle", w_client_nagle, DOC_IN_BOTH},
+	{"slow-start-limited", w_slow_start, DOC_IN_BOTH},
+	{"loss-limited", w_loss, DOC_IN_BOTH},
+	{"receive-buffer-limited", w_rcvbuf, DOC_IN_BOTH},
 	{"receive-window-limited", w_rwnd, DOC_IN_DOCTOR},
 	{"send-buffer-limited", w_sndbuf, DOC_IN_DOCTOR},
 	{"retransmits", w_retransmits, DOC_IN_DOCTOR},

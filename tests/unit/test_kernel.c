@@ -159,6 +159,42 @@ static void test_route_fix(void)
 	end_group("route_quickack_fix");
 }
 
+/* The initial window on a route (the path rules' host-wide alternative to --initcwnd): the
+ * route repeated, its own initcwnd (and that one's lock) replaced by the new one, the
+ * other metrics and locks kept; a route no change can repeat refused with why. */
+static void test_route_initcwnd(void)
+{
+	char fix[600];
+	struct st_route r = route(AF_INET, 254, 1, "198.18.0.0", 24, "pe-b");
+	r.protocol = 3;
+	r.scope = 253;
+	if (st_fix_route_initcwnd(&r, 33, fix, sizeof fix) != 0 ||
+	    strcmp(fix, "ip route change 198.18.0.0/24 dev pe-b table main proto boot scope link "
+	                "initcwnd 33") != 0)
+		CASE_FAIL("plain: '%s'", fix);
+	metric(&r, ST_RTAX_LOCK, 1u << ST_RTAX_INITCWND | 1u << 2);
+	metric(&r, ST_RTAX_INITCWND, 10);
+	metric(&r, 2, 1400);
+	if (st_fix_route_initcwnd(&r, 20, fix, sizeof fix) != 0 ||
+	    strcmp(fix, "ip route change 198.18.0.0/24 dev pe-b table main proto boot scope link "
+	                "mtu lock 1400 initcwnd 20") != 0)
+		CASE_FAIL("its own initcwnd replaced, mtu's lock kept: '%s'", fix);
+	r = route(AF_INET6, 254, 1, "fd00:5e:0:a::", 64, "pe-b");
+	r.priority = 1024;
+	if (st_fix_route_initcwnd(&r, 12, fix, sizeof fix) != 0 ||
+	    strcmp(fix, "ip -6 route change fd00:5e:0:a::/64 dev pe-b table main proto kernel "
+	                "metric 1024 initcwnd 12") != 0)
+		CASE_FAIL("ipv6: '%s'", fix);
+	r.priority = 0;
+	if (st_fix_route_initcwnd(&r, 12, fix, sizeof fix) != -1 || !strstr(fix, "--initcwnd"))
+		CASE_FAIL("ipv6 metric 0: '%s'", fix);
+	r = route(AF_INET, 254, 1, "10.0.0.0", 8, "");
+	r.unrepeated = ST_R_ENCAP;
+	if (st_fix_route_initcwnd(&r, 12, fix, sizeof fix) != -1 || !strstr(fix, "initcwnd 12"))
+		CASE_FAIL("encap: '%s'", fix);
+	end_group("route_initcwnd_fix");
+}
+
 /* A refusal's fix: the Linux release for an option the kernel lacks, the capability for
  * EPERM; final ones are not tried again on the next socket. */
 static void test_refusals(void)
@@ -267,5 +303,6 @@ int main(void)
 	test_rounding();
 	test_took();
 	test_route_fix();
+	test_route_initcwnd();
 	return failures ? 1 : 0;
 }
