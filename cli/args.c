@@ -11,6 +11,7 @@
 
 #include "socktune.h"
 #include "cli.h"
+#include "via.h"
 
 extern char **environ;
 
@@ -194,6 +195,17 @@ enum cli_status parse_args(int argc, char **argv, struct cli *c, FILE *msg)
 				c->connections = 1;
 			else
 				c->follow = 1;
+			continue;
+		}
+		if (opt_value(argc, argv, &i, "--via", &v)) {
+			enum via w;
+			if (!c->attach)
+				return usage_error(msg, "--via: only for 'socktune attach' (and watch "
+				                   "--apply, revert)");
+			if (!v || via_parse(v, &w) != 0)
+				return usage_error(msg, "--via %s: pidfd, bpf or auto", v ? v : "(missing)");
+			c->via = (int)w;
+			c->via_given = 1;
 			continue;
 		}
 		if (opt_value(argc, argv, &i, "--route", &v)) {

@@ -39,6 +39,7 @@ int peer_in(const struct cli_peer *peers, int npeers, int family, const unsigned
 struct cli {
 	int check, json, strict;
 	int attach, connections, follow; /* socktune attach [--connections] [--follow] ... */
+	int via, via_given;              /* attach --via pidfd|bpf|auto (enum via, via.h) */
 	int supervise;                   /* socktune --attach PROGRAM (supervise.c) */
 	int cgroup;                      /* socktune --cgroup PROGRAM (cgroup/run.c) */
 	int check_cgroup;                /* socktune check --cgroup: the cgroup mode's policy judged */

@@ -350,13 +350,25 @@ static void parse_apply(const char *line, struct journal_change *c)
 	c->inode = inode > 0 ? (unsigned long long)inode : 0;
 	c->start = start > 0 ? (unsigned long long)start : 0;
 	c->netns = (unsigned long long)num(line, "netns", 0, TOO_LONG("netns"));
+	long long cookie = num(line, "cookie", 0, TOO_LONG("cookie"));
+	c->cookie = cookie > 0 ? (unsigned long long)cookie : 0;
+	if (!take(line, "via", c->via, sizeof c->via, TOO_LONG("via")))
+		snprintf(c->via, sizeof c->via, "pidfd"); /* (a line of before --via) */
+	/* a change through the iterator is of a socket named by its cookie and inode in its
+	 * namespace (its holder, when one was read, journalled too); a copy's of a process's
+	 * descriptor (pid, its start, fd) */
+	int bpf = strcmp(c->via, "bpf") == 0;
 	c->unusable = overlong ? overlong
 	              : !c->change[0] ? "no change id"
 	              : !c->option[0] ? "no option"
-	              : c->pid < 0 ? "no pid"
-	              : !c->start ? "no pid_start (the process's start time: a line an older "
-	                            "socktune wrote)"
-	              : c->fd < 0 ? "no fd"
+	              : !bpf && strcmp(c->via, "pidfd") != 0 ? "a path revert does not know (via)"
+	              : bpf && !c->cookie ? "no cookie (a change through the iterator names its "
+	                                    "socket so)"
+	              : bpf && !c->netns ? "no netns"
+	              : !bpf && c->pid < 0 ? "no pid"
+	              : !bpf && !c->start ? "no pid_start (the process's start time: a line an "
+	                                    "older socktune wrote)"
+	              : !bpf && c->fd < 0 ? "no fd"
 	              : !c->inode ? "no inode"
 	              : c->before < 0 ? "no before value"
 	              : c->after < 0 ? "no after value"

@@ -38,6 +38,8 @@ struct journal_change {
 	int pid, fd, before, after;
 	unsigned long long inode, netns;
 	unsigned long long start; /* pid's start time (/proc/PID/stat field 22): pid reuse */
+	char via[8];              /* how it was changed: "pidfd" (a line without: the same), "bpf" */
+	unsigned long long cookie; /* the socket's sock_diag cookie (0: not journalled) */
 	long line;                /* its line in the journal */
 	int reverted;             /* a later line of event "revert" names it */
 	/* why nothing may be done to it: a field missing (a line cut by a full disk or a

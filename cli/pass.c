@@ -97,7 +97,8 @@ struct attach_pass *attach_pass_open(const struct st_policy *p, const char *mode
 		                  1ull << ST_V_BACKLOG_MAX | 1ull << ST_V_PORTS;
 	ap->lines = open_memstream(&ap->said, &ap->saidlen);
 	FILE *to = ap->lines ? ap->lines : stderr;
-	ap->t = (struct attach_state){.p = &ap->policy, .out = to, .err = to, .wrapper = 1};
+	ap->t = (struct attach_state){.p = &ap->policy, .out = to, .err = to, .wrapper = 1,
+	                             .via = VIA_PIDFD};
 	char err[200];
 	if (svc_open(&ap->svc, SVC_FAMILY, getpid(), 0, err, sizeof err) != 0)
 		fprintf(to, "socktune: %s: %s: its listeners are not tuned\n", mode, err);

@@ -70,6 +70,6 @@ int attach_run(void *args)
 	if (a->c.cgroup)
 		return cg_attach_main(&a->c, &a->p);
 	struct attach_args aa = {.json = a->c.json, .connections = a->c.connections,
-	                         .follow = a->c.follow, .targets = a->c.program};
+	                         .follow = a->c.follow, .via = a->c.via, .targets = a->c.program};
 	return attach_main(&aa, &a->p);
 }

@@ -187,6 +187,17 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(REFUSED, "refused", REC_INT, "attach: options the kernel refused, and targets refused") \
 	X(WARNINGS, "warnings", REC_ARR, "attach: what was not done in full, one object each")    \
 	X(KIND, "kind", REC_STR, "what a warning or finding is (a stable word)")                  \
+	X(VIA, "via", REC_STR, "attach, watch --apply, revert: how the socket was reached from outside: pidfd (a pidfd_getfd copy of its descriptor) or bpf (the TCP iterator program, by its cookie)") \
+	X(COOKIE, "cookie", REC_INT, "a socket's cookie (sock_diag's idiag_cookie, ss -e's sk:): the iterator's name for it, unique until reboot") \
+	X(UID, "uid", REC_INT, "a socket's owner uid, as sock_diag says")                       \
+	X(FOUND_BY, "found_by", REC_STR, "attach: where a socket was found: proc (its holder read from /proc/PID/fd) or sock_diag (its port, uid, inode and cgroup alone: no process named)") \
+	X(MAP_ID, "map_id", REC_INT, "the iterator: its map's kernel id (gone when the run ends)") \
+	X(LINK_ID, "link_id", REC_INT, "the iterator: its link's kernel id (gone when the run ends)") \
+	X(ASKED, "asked", REC_INT, "the iterator: sockets asked for, by cookie")                 \
+	X(RECORDS, "records", REC_INT, "the iterator: sockets it met and acted on (one record each)") \
+	X(NOT_VISITED, "not_visited", REC_INT, "the iterator: sockets asked for that it did not meet (closed meanwhile)") \
+	X(TOOK_MS, "took_ms", REC_NUM, "how long it took, in milliseconds")                      \
+	X(NETNS_FILE, "netns_file", REC_STR, "the iterator: the network namespace it ran in, as it was opened (/proc/PID/ns/net, /run/netns/NAME, or this process's own)") \
 	/* ---- the cgroup mode (socktune --cgroup) ---- */                                     \
 	X(CGROUP, "cgroup", REC_STR, "--cgroup: the program's cgroup directory; attach --cgroup, detach: the one the target's listeners were made in; doctor: the one the listener's process is in") \
 	X(PROG_ID, "prog_id", REC_INT, "--cgroup, doctor: the kernel's id of a sock_ops program")        \
@@ -194,8 +205,8 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(CONN, "conn", REC_STR, "--cgroup: the probe connection's end read: accepted, outgoing")  \
 	X(NOT_READABLE, "not_readable", REC_STR, "--cgroup: options the program sets that no socket shows (--initrwnd, --syn-rto): set, not read back, not claimed in force") \
 	X(CGROUPS, "cgroups", REC_ARR, "attach --cgroup, detach: each cgroup acted on (or target refused), one object each") \
-	X(TARGET, "target", REC_STR, "attach --cgroup, detach: the target as given (PID or :PORT)") \
-	X(CGROUP_ID, "cgroup_id", REC_INT, "attach --cgroup, detach: the cgroup's id (its directory's inode; ss -e's cgroup)") \
+	X(TARGET, "target", REC_STR, "attach, attach --cgroup, detach: the target as given (PID or :PORT)") \
+	X(CGROUP_ID, "cgroup_id", REC_INT, "attach --cgroup, detach: the cgroup's id (its directory's inode; ss -e's cgroup); attach: the cgroup a socket was made in (sock_diag)") \
 	X(CGROUP_NOW, "cgroup_now", REC_STR, "attach --cgroup, detach: the cgroup the process is in now, when it moved since it listened") \
 	X(REPLACED, "replaced", REC_INT, "attach --cgroup: programs of ours that were there, detached once ours was attached") \
 	X(OTHERS, "others", REC_INT, "attach --cgroup, detach: another party's sock_ops programs there, left alone") \
@@ -401,7 +412,7 @@ enum rec_type { REC_OBJ, REC_GROUP, REC_ARR, REC_INT, REC_NUM, REC_BOOL, REC_STR
 	X(JRN_BEFORE, "before", REC_INT, "watch --apply, revert: the value read back before the change") \
 	X(JRN_AFTER, "after", REC_INT, "watch --apply, revert: the value read back after the change") \
 	X(JRN_TIME, "time", REC_STR, "watch --apply, revert: when a journal line was written (RFC 3339, UTC)") \
-	X(JRN_INODE, "inode", REC_INT, "watch --apply, revert: the socket's inode (a descriptor number reused for another socket is not touched)") \
+	X(JRN_INODE, "inode", REC_INT, "attach, watch --apply, revert: the socket's inode (a descriptor number reused for another socket is not touched)") \
 	X(JRN_PID_START, "pid_start", REC_INT, "watch --apply, revert: the start time of pid (/proc/PID/stat field 22, clock ticks after boot): a pid another process took since is not touched") \
 	X(JRN_CONNECTIONS, "connections_reverted", REC_INT, "revert: connections the listener accepted since the change, which inherited its value, set back too") \
 	X(JRN_HELD_BY, "held_by", REC_INT, "revert: the process that holds the socket now, its journalled one gone (a child it was handed to, its workers)") \

@@ -31,8 +31,9 @@ const struct subcommand subcommands[] = {
 	 "tunes its next connections)",
 	 attach_help, attach_parse, attach_run, sizeof(struct policy_args),
 	 SUB_JSON | SUB_POLICY | SUB_STDIO | SUB_STOP,
-	 (const char *const[]){"--json", "--connections", "--follow", "--cgroup", "--cgroup-root",
-	                       "--peer PREFIX", "--help", NULL}, attach_takes},
+	 (const char *const[]){"--json", "--connections", "--follow", "--via VIA\tpidfd bpf auto",
+	                       "--cgroup", "--cgroup-root", "--peer PREFIX", "--help", NULL},
+	 attach_takes},
 	{"detach", "remove what attach --cgroup or --cgroup left attached to a cgroup",
 	 detach_help, cg_detach_parse, cg_detach_main, sizeof(struct cg_detach_args),
 	 SUB_JSON | SUB_STDIO,
@@ -50,11 +51,12 @@ const struct subcommand subcommands[] = {
 	 watch_help, watch_parse, watch_main, sizeof(struct watch_args), SUB_STDIO | SUB_STOP,
 	 (const char *const[]){"--listen ADDR:PORT", "--textfile PATH", "--every SECONDS",
 	                       "--interval SECONDS", "--window SECONDS", "--apply",
-	                       "--apply-netns NETNS\tall", "--journal PATH", "--seconds SECONDS",
-	                       "--help", NULL}, NULL},
+	                       "--apply-netns NETNS\tall", "--via VIA\tpidfd bpf auto",
+	                       "--journal PATH", "--seconds SECONDS", "--help", NULL}, NULL},
 	{"revert", "undo what watch --apply changed, from its journal",
 	 revert_help, revert_parse, revert_main, sizeof(struct revert_args), SUB_STDIO,
-	 (const char *const[]){"--journal PATH", "--help", NULL}, NULL},
+	 (const char *const[]){"--journal PATH", "--via VIA\tpidfd bpf auto", "--help", NULL},
+	 NULL},
 };
 const size_t n_subcommands = sizeof subcommands / sizeof subcommands[0];
 

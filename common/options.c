@@ -154,3 +154,43 @@ int st_sockops_sets(const struct st_policy *p, int i, int outgoing, long long *w
 	*want = (o->flags & ST_O_UNSIGNED) ? (long long)(unsigned)w : w;
 	return 1;
 }
+
+int st_iter_how(int i)
+{
+	if (st_iter_why(i))
+		return ST_ITER_NONE;
+	return st_sockopts[i].bpf_optname == ST_TCP_BPF_SNDCWND_CLAMP ? ST_ITER_SSTHRESH
+	                                                               : ST_ITER_GET;
+}
+
+const char *st_iter_why(int i)
+{
+	if (i < 0 || i >= ST_O_COUNT)
+		return "no such option";
+	const struct st_sockopt *o = &st_sockopts[i];
+	if (i == ST_V_BACKLOG || i == ST_V_BACKLOG_MIN || i == ST_V_BACKLOG_MAX)
+		return "a listener's backlog is listen()'s argument, which only a copy of the "
+		       "listener can change (--via pidfd: pidfd_getfd, ptrace access)";
+	if (i == ST_V_QUICKACK)
+		return "quick-ack does not stay on and bpf_setsockopt does not take it: the preload "
+		       "re-arms it, or the route's quickack, or --delack-max";
+	if (o->sockops == ST_SOCKOPS_REPLY || o->bpf_optname == ST_TCP_BPF_IW)
+		return "it applies to new connections only (the initial window; the callbacks of a "
+		       "connection being made): the cgroup mode (attach --cgroup) sets it";
+	if (o->sockops != ST_SOCKOPS_SET)
+		return "bpf_setsockopt does not take it (--via pidfd sets it through a copy)";
+	if (o->flags & ST_O_NAME)
+		return "a name: the iterator program here sets int options only (--via pidfd, or the "
+		       "cgroup mode, sets it)";
+	if (o->flags & ST_O_CLIENT_ONLY)
+		return "it counts the SYNs of a connection being made: an open one has none left";
+	return NULL;
+}
+
+void st_iter_where(int i, int family, int *level, int *optname)
+{
+	const struct st_sockopt *o = &st_sockopts[i];
+	int v6 = family == AF_INET6 && o->label6;
+	*level = v6 ? o->level6 : o->bpf_level;
+	*optname = v6 ? o->optname6 : o->bpf_optname;
+}

@@ -115,6 +115,29 @@ static inline int st_cgroup_only(int i)
 	       st_sockopts[i].sockops != ST_SOCKOPS_NONE;
 }
 
+/* What the BPF iterator path does for option i (cli/host/bpfiter.h: bpf_setsockopt on an open
+ * TCP socket from a TCP iterator program, found by its cookie, with no descriptor of it).  It
+ * derives from the sockops column: bpf_setsockopt takes the same options in a sock_ops
+ * program and in the TCP iterator (net/core/filter.c, one switch for both), at the same
+ * level and name (TCP_BPF_DELACK_MAX for TCP_DELACK_MAX_US: Linux 5.10, before the socket
+ * option of 6.15).  Its exceptions: an option set only while a connection is being made
+ * (TCP_BPF_IW before the first data segment, the callbacks' replies, TCP_SYNCNT), and a name
+ * (TCP_CONGESTION: bpf_setsockopt takes the string, the iterator program here writes int
+ * options only).  Read back by bpf_getsockopt in the same pass, but TCP_BPF_SNDCWND_CLAMP,
+ * which it does not read (EINVAL): the kernel sets snd_ssthresh to the clamp with it, and
+ * sock_diag's tcp_info shows that. */
+enum st_iter_how {
+	ST_ITER_NONE,     /* the iterator does not set it: st_iter_why(i) says why */
+	ST_ITER_GET,      /* bpf_setsockopt, read back by bpf_getsockopt */
+	ST_ITER_SSTHRESH, /* bpf_setsockopt, read back as tcp_info's snd_ssthresh (sock_diag) */
+};
+int st_iter_how(int i);
+/* Why the iterator does not set option i (one clause, the other path named), or NULL */
+const char *st_iter_why(int i);
+/* The level and name bpf_setsockopt takes for option i on a socket of family (IPv6: the
+ * row's IPv6 option, IPV6_TCLASS for IP_TOS) */
+void st_iter_where(int i, int family, int *level, int *optname);
+
 /* The option after i in the order of the table, each variable's parts (keepalive.idle ...)
  * right after it; ST_O_COUNT after the last: for (i = 0; i < ST_O_COUNT; i = st_opt_next(i)).
  * The order of the keys in a log line. */

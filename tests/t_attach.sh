@@ -84,11 +84,18 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	# the same by its port: the listener is there, its holder is not readable: said, status 3
 	# (before: no line at all, status 3)
 	start_server rootport -- $PY -c 'import socket,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(20)'
-	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --nodelay ":$SRV_PORT" \
-		>/dev/null 2>"$TMP/rootport.err"
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --via pidfd --nodelay \
+		":$SRV_PORT" >/dev/null 2>"$TMP/rootport.err"
 	rc=$?
 	check attach_port_not_permitted "status $rc: $(cat "$TMP/rootport.err")" "$rc" = 3 -a \
 		-n "$(grep "^socktune: attach :$SRV_PORT: 1 of 1 TCP listeners on port $SRV_PORT held by no process this user may see, not tuned: .*CAP_SYS_PTRACE" "$TMP/rootport.err")" -a \
+		"$(sendq "$SRV_PORT")" = 5
+	# (--via auto: the TCP iterator, which needs no holder, cannot be used either: both said)
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$CLI" attach --nodelay ":$SRV_PORT" \
+		>/dev/null 2>"$TMP/rootport2.err"
+	rc=$?
+	check attach_port_neither_path "status $rc: $(cat "$TMP/rootport2.err")" "$rc" = 3 -a \
+		-n "$(grep "^socktune: attach :$SRV_PORT: 127.0.0.1:$SRV_PORT: not tuned: a pidfd copy .*CAP_SYS_PTRACE.*; the TCP iterator cannot be used here: .*CAP_BPF" "$TMP/rootport2.err")" -a \
 		"$(sendq "$SRV_PORT")" = 5
 	kill "$SRV_PID" 2>/dev/null
 	# a target of the same unprivileged user: reached when dumpable, refused when not (a

@@ -10,11 +10,11 @@ if ! $PY -c 'import os; os.pidfd_open(os.getpid())' 2>/dev/null; then
 fi
 
 # opt_keys LINE: the keys of a log line that say what became of an option, sorted, a line
-# each (left out: the line's own pid level event fd addr, the library's ephemeral=, and the
-# backlog's first stage: backlog.app in the library, backlog.before in attach)
+# each (left out: the line's own pid level event fd addr, the library's ephemeral=, attach's
+# via=, and the backlog's first stage: backlog.app in the library, backlog.before in attach)
 opt_keys() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n 's/^\([a-z_.]*\)=.*/\1/p' |
-		grep -v '^\(pid\|level\|event\|fd\|addr\|port\|peer\|backlog\.app\|backlog\.before\|ephemeral\)$' |
+		grep -v '^\(pid\|level\|event\|fd\|addr\|port\|peer\|via\|backlog\.app\|backlog\.before\|ephemeral\)$' |
 		sort | tr '\n' ' '
 }
 

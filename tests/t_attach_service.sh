@@ -56,7 +56,7 @@ check connections_not_outgoing "outgoing TCP_NODELAY $(nodelay out) (want 0), :$
 bport=$(port_of "$TMP/backend.out")
 check connections_client_marked "outgoing TCP_NODELAY $(nodelay out) (want 1): $(cat "$TMP/client.out")" \
 	"$(nodelay out)" = 1 -a \
-	-n "$(grep "^socktune pid=$svc level=info event=attach-client fd=[0-9]* addr=127.0.0.1:[0-9]* peer=127.0.0.1:$bport nodelay=1$" "$TMP/client.out")"
+	-n "$(grep "^socktune pid=$svc level=info event=attach-client fd=[0-9]* addr=127.0.0.1:[0-9]* peer=127.0.0.1:$bport via=pidfd nodelay=1$" "$TMP/client.out")"
 kill "$svc" "$backend" 2>/dev/null
 
 # a worker's live connection, reached through the master's pid: TCP_NODELAY read back by the

@@ -21,6 +21,7 @@
 #include "attach/attach.h"
 #include "host/clock.h"
 #include "host/grow.h"
+#include "host/pidinfo.h"
 
 void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 {
@@ -30,6 +31,10 @@ void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 	const char *fix = "";
 	if (err == ESRCH)
 		fix = "no such process here (or it lives in another pid namespace: attach from there)";
+	else if ((err == EPERM || err == EACCES) && t->via == VIA_PIDFD)
+		fix = "the same uid and a dumpable target, or CAP_SYS_PTRACE (a setuid, setcap or "
+		      "prctl(PR_SET_DUMPABLE, 0) target needs CAP_SYS_PTRACE); or --via bpf, the TCP "
+		      "iterator, which needs no ptrace access";
 	else if (err == EPERM || err == EACCES)
 		fix = "the same uid and a dumpable target, or CAP_SYS_PTRACE (a setuid, setcap or "
 		      "prctl(PR_SET_DUMPABLE, 0) target needs CAP_SYS_PTRACE)";
@@ -51,7 +56,7 @@ void attach_refuse(struct attach_state *t, int pid, const char *call, int err)
 
 void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
 {
-	char msg[sizeof t->error];
+	char msg[2000];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
@@ -61,7 +66,7 @@ void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
 	if (!t->json)
 		return;
 	if (!t->error[0])
-		snprintf(t->error, sizeof t->error, "%s", msg);
+		snprintf(t->error, sizeof t->error, "%.*s", (int)sizeof t->error - 1, msg);
 	struct rec *w = rec_obj(t->warnings, 0);
 	rec_str(w, K_KIND, kind);
 	rec_str(w, K_ERROR, msg);
@@ -69,9 +74,54 @@ void attach_fail(struct attach_state *t, const char *kind, const char *fmt, ...)
 
 unsigned attach_want(const struct attach_state *t)
 {
+	/* (sockets no process this user may read holds: for the iterator, which needs none) */
+	unsigned unheld = t->via != VIA_PIDFD && !t->wrapper ? SVC_W_UNHELD : 0;
 	if (!t->connections)
-		return 0;
-	return SVC_W_ACCEPTED | SVC_W_EVERY | (st_on(t->p, ST_V_CLIENT) ? SVC_W_OUTGOING : 0);
+		return unheld;
+	return SVC_W_ACCEPTED | SVC_W_EVERY | unheld |
+	       (st_on(t->p, ST_V_CLIENT) ? SVC_W_OUTGOING : 0);
+}
+
+/* The options the pidfd path left to the iterator (r->rest), when the iterator cannot be
+ * used here: refused, each said with why */
+static void rest_refused(struct attach_state *t, struct attach_tuned *r)
+{
+	for (int k = 0; k < r->nrest; k++) {
+		int i = r->rest[k], want = 0;
+		if (st_cgroup_only(i))
+			want = (int)t->p->num[i];
+		else
+			st_opt_want(t->p, i, &want);
+		attach_note_add(r, N_NO_ITER, i, 0, want, 0, NULL);
+	}
+	r->nrest = 0;
+}
+
+/* A socket the pidfd path does not reach (--via bpf; auto: its copy refused, or no holder
+ * this user may read): queued for the iterator, or refused with both paths named */
+static void through_iterator(struct attach_state *t, const struct svc_sock *s,
+                             const struct holder *h, size_t nh, int copy_err)
+{
+	int pid = nh ? h[0].pid : -1, fd = nh ? h[0].fd : -1;
+	char why[200];
+	if (!s->cookie) { /* (read from /proc/PID/net, which gives no cookie) */
+		attach_fail(t, "unreachable", "attach %s: the TCP iterator names a socket by its "
+		            "sock_diag cookie, and sock_diag could not be read in its network namespace "
+		            "(CAP_SYS_ADMIN enters it)", t->target ? t->target : "");
+		return;
+	}
+	if (attach_bpf_ok(t)) {
+		attach_bpf_queue(t, s, pid, fd, NULL, 0);
+		return;
+	}
+	if (t->via == VIA_BPF)
+		snprintf(why, sizeof why, "was not tried (--via bpf)");
+	else if (copy_err)
+		snprintf(why, sizeof why, "was refused: %s", strerror(copy_err));
+	else
+		snprintf(why, sizeof why, "has no process to be taken from: none this user may read "
+		         "holds it (/proc/PID/fd)");
+	attach_refuse_both(t, s, pid, why);
 }
 
 /* A new socket of the service: tuned through the first holder whose copy can be taken. */
@@ -84,8 +134,8 @@ static int on_new(const struct svc_sock *s, const struct holder *h, size_t nh, v
 	if (s->kind == SVC_OUTGOING && st_has(p, ST_V_CLIENT_PORTS) &&
 	    !st_port_in(p->client_ports, s->dport))
 		return SVC_DONE;
-	int again = 0;
-	for (size_t k = 0; k < nh; k++) {
+	int again = 0, copy_err = 0;
+	for (size_t k = 0; t->via != VIA_BPF && k < nh; k++) {
 		struct attach_tuned r;
 		int pidfd = attach_pidfd(t, h[k].pid);
 		int rc = pidfd < 0 ? -1 : attach_tune(t, s, pidfd, h[k].fd, &r);
@@ -94,10 +144,21 @@ static int on_new(const struct svc_sock *s, const struct holder *h, size_t nh, v
 			continue;
 		}
 		if (rc < 0) {
-			attach_refuse(t, h[k].pid, pidfd < 0 ? "pidfd_open" : "pidfd_getfd", errno);
+			int e = errno;
+			/* (auto: a copy refused for want of ptrace access goes to the iterator) */
+			if (t->via == VIA_PIDFD || t->wrapper || (e != EPERM && e != EACCES))
+				attach_refuse(t, h[k].pid, pidfd < 0 ? "pidfd_open" : "pidfd_getfd", e);
+			else
+				copy_err = e;
 			continue;
 		}
+		if (r.nrest && !attach_bpf_ok(t))
+			rest_refused(t, &r);
+		/* (a copy that set nothing, every option the iterator's: no line of its own) */
+		r.notes_only = r.nrest && !r.nset && !r.backlog;
 		attach_say(t, s, h[k].pid, h[k].fd, &r);
+		if (r.nrest)
+			attach_bpf_queue(t, s, h[k].pid, h[k].fd, r.rest, r.nrest);
 		if (s->kind == SVC_LISTENER)
 			attach_reset_add(t, s, h[k].pid, h[k].fd, &r);
 		if (s->kind == SVC_ACCEPTED && attach_watch_wanted(t))
@@ -107,13 +168,18 @@ static int on_new(const struct svc_sock *s, const struct holder *h, size_t nh, v
 				attach_line_end(t, attach_line(t, h[j].pid, h[j].fd, "attach-shared", r.addr));
 		return SVC_DONE;
 	}
-	return again ? SVC_AGAIN : SVC_DONE;
+	if (t->via == VIA_BPF || (t->via == VIA_AUTO && !t->wrapper && (copy_err || !nh)))
+		through_iterator(t, s, h, nh, copy_err);
+	else
+		return again ? SVC_AGAIN : SVC_DONE;
+	return SVC_DONE;
 }
 
 int attach_look(struct attach_state *t, struct service *svc)
 {
 	t->cur = svc;
 	int r = svc_look(svc, attach_want(t), on_new, t);
+	attach_bpf_flush(t, svc); /* (what the look queued for the iterator: one run) */
 	/* the pidfds of processes that exited since go (a fork-per-connection server makes and
 	 * ends thousands) */
 	for (size_t k = 0; k < t->npidfds;) {
@@ -215,6 +281,38 @@ static void nofile_to_hard(void)
 	}
 }
 
+/* A PID whose descriptors cannot be read (fd_err: /proc/PID/fd's): its sockets looked for by
+ * its cgroup (pidtie.c) in its network namespace, found without ptrace, through the iterator.
+ * 0 with svc open; -1 said (exactly why not). */
+static int open_tied(struct attach_state *t, struct service *svc, int pid, struct pid_tie *tie,
+                     int fd_err)
+{
+	char why[1400], name[128];
+	int netns;
+	if (!attach_bpf_ok(t)) {
+		attach_fail(t, "unreachable", "attach %d: not tuned: its descriptors cannot be read "
+		            "(/proc/%d/fd: %s; %s), and the TCP iterator cannot be used here: %s (%s)",
+		            pid, pid, strerror(fd_err), VIA_PIDFD_NEEDS, t->bpf_why, VIA_BPF_NEEDS);
+		return -1;
+	}
+	if (pid_tie(pid, tie, why, sizeof why) != 0) {
+		attach_fail(t, "unreachable", "attach %d: not tuned: its descriptors cannot be read "
+		            "(/proc/%d/fd: %s; %s), sock_diag names no socket's process, and its "
+		            "sockets cannot be tied to it by their cgroup: %s", pid, pid,
+		            strerror(fd_err), VIA_PIDFD_NEEDS, why);
+		return -1;
+	}
+	if (pid_netns(pid, &netns, name, sizeof name, why, sizeof why) != 0) {
+		attach_fail(t, "unreachable", "attach %d: not tuned: %s", pid, why);
+		return -1;
+	}
+	if (svc_open_tied(svc, pid, tie, netns, name, why, sizeof why) != 0) {
+		attach_fail(t, "unreachable", "attach %d: %s", pid, why);
+		return -1;
+	}
+	return 0;
+}
+
 /* Why nothing was tuned when no failure was said (a process with no TCP socket, a port whose
  * listeners closed meanwhile): the text says it on stderr, the JSON in "error". */
 static const char nothing_found[] = "nothing tuned: no TCP socket of the targets was found to tune";
@@ -255,7 +353,7 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 {
 	static struct attach_state t;
 	t = (struct attach_state){.p = p, .out = stdout, .err = stderr, .json = a->json,
-	                          .connections = a->connections};
+	                          .connections = a->connections, .via = a->via};
 	size_t n = 0, nsvc = 0, nroots = 0;
 	while (a->targets[n])
 		n++;
@@ -275,8 +373,9 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 	}
 	double t0 = clock_mono_s();
 	struct service *svcs = calloc(n, sizeof *svcs);
+	struct pid_tie *ties = calloc(n, sizeof *ties); /* (a tied service's, for its run) */
 	struct root *roots = NULL;
-	if (!svcs) {
+	if (!svcs || !ties) {
 		perror("socktune: attach");
 		if (a->json)
 			rec_error_json(stdout, "attach", "out of memory", 1);
@@ -294,7 +393,18 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 			continue;
 		}
 		struct service *svc = &svcs[nsvc];
-		int r = svc_open(svc, scope, pid, port, err, sizeof err);
+		t.target = a->targets[k];
+		int fr = scope == SVC_PID ? pid_fds_readable(pid) : 0, r;
+		if ((fr == -EACCES || fr == -EPERM) && t.via != VIA_PIDFD) {
+			if (open_tied(&t, svc, pid, &ties[nsvc], -fr) != 0)
+				continue;
+			r = 0;
+		} else if (fr == -EACCES || fr == -EPERM) {
+			attach_refuse(&t, pid, "/proc/PID/fd", -fr);
+			continue;
+		} else {
+			r = svc_open(svc, scope, pid, port, err, sizeof err);
+		}
 		if (r == -EACCES || r == -EPERM || r == -ESRCH) {
 			attach_refuse(&t, pid, "/proc/PID/fd", -r);
 			continue;
@@ -310,10 +420,11 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 		else if (scope == SVC_PORT && !svc->listeners)
 			attach_fail(&t, "not-found", "attach %s: no process here holds a TCP listener on "
 			            "port %u that this user may see", a->targets[k], port);
-		else if (scope == SVC_PORT && svc->unheld)
+		else if (scope == SVC_PORT && svc->unheld && t.via == VIA_PIDFD)
 			attach_fail(&t, "unreachable", "attach %s: %zu of %zu TCP listeners on port %u held "
 			            "by no process this user may see, not tuned: another user's process needs "
-			            "the same uid or CAP_SYS_PTRACE (its /proc/PID/fd)", a->targets[k],
+			            "the same uid or CAP_SYS_PTRACE (its /proc/PID/fd); the TCP iterator "
+			            "needs none (--via bpf or auto)", a->targets[k],
 			            svc->unheld, svc->listeners, port);
 		attach_reset_arm(&t, svc); /* (its listeners tuned: the connections made before noted) */
 		for (size_t j = 0; a->follow && scope == SVC_PORT && j < svc->pids.n; j++)
@@ -331,7 +442,9 @@ int attach_main(const struct attach_args *a, const struct st_policy *p)
 	for (size_t k = 0; k < nsvc; k++)
 		svc_close(&svcs[k]);
 	free(svcs);
+	free(ties);
 	free(t.watch);
+	free(t.q);
 	/* 0: something tuned and nothing refused; 1: some refused; 3: nothing tuned (after a
 	 * signal, main ends by it) */
 	int status = t.tuned == 0 ? EXIT_NOT_FOUND : t.refused ? 1 : 0;

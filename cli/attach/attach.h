@@ -7,6 +7,8 @@
 
 #include "cli.h"
 #include "record.h"
+#include "via.h"
+#include "host/itertune.h"
 #include "host/service.h"
 #include "host/sockcopy.h"
 
@@ -14,6 +16,7 @@
 
 struct attach_args {
 	int json, connections, follow;
+	int via;        /* enum via (via.h) */
 	char **targets; /* PIDs and :PORTs, NULL-terminated */
 };
 int attach_main(const struct attach_args *a, const struct st_policy *p);
@@ -67,6 +70,13 @@ struct attach_state {
 	struct attach_resets *resets; /* listeners whose new connections are read back
 	                               * (attachreset.c) */
 	int reset_over;               /* that look is over: later listeners are not added */
+	int via;                      /* --via (enum via): the wrapper's attach mode, pidfd */
+	const char *target;           /* the target looked at, as given */
+	struct attach_bpf *q;         /* the sockets of this look for the iterator (attachbpf.c) */
+	size_t nq, capq;
+	int no_iter;                  /* the iterator cannot be used here: bpf_why says why */
+	char bpf_why[400];
+	int both_said;                /* a socket neither path reaches: said once */
 };
 
 /* What the service look asks for under t's options. */
@@ -116,9 +126,13 @@ void attach_reset_end(struct attach_state *t);
 
 #define ATTACH_NOTES (ST_O_COUNT + 2) /* (each option once, and the backlog twice) */
 struct attach_note { /* a clamp, a refusal, a lowered backlog: said once the copy is closed */
-	enum { N_REFUSED, N_CLAMPED, N_BACKLOG_CLAMPED, N_BACKLOG_LOWERED } kind;
+	enum { N_REFUSED, N_CLAMPED, N_BACKLOG_CLAMPED, N_BACKLOG_LOWERED,
+	       N_PATH,    /* the path taken cannot set it: why (static text), the other named */
+	       N_NO_ITER  /* only the iterator sets it here, and it cannot be used (bpf_why) */
+	} kind;
 	int opt, err, protocol;
 	long long want, got;
+	const char *why;
 };
 struct attach_set { /* what became of one option (st_apply_one's outcome) */
 	int opt;
@@ -136,12 +150,42 @@ struct attach_tuned {
 	int quickack_outside;    /* a connection, --quickack: only the process re-arms it */
 	struct attach_note notes[ATTACH_NOTES];
 	int nnotes;
+	int via;                 /* VIA_PIDFD or VIA_BPF: the path that set it */
+	int notes_only;          /* nothing was set: its notes are said, no line */
+	/* the pidfd path's: options left to the iterator (those only it sets, and those the
+	 * kernel has no socket option for: ENOPROTOOPT, under --via auto) */
+	int rest[ST_O_COUNT], nrest;
 };
+/* A note added to r (nothing past ATTACH_NOTES) */
+void attach_note_add(struct attach_tuned *r, int kind, int opt, int err, long long want,
+                     long long got, const char *why);
 /* Tune socket s, held by pid as fd, through a copy taken from pidfd: copy, set, read back,
  * close.  0; 1 when fd no longer names that socket (closed, or the number reused); -1 with
  * errno when the copy was refused. */
 int attach_tune(const struct attach_state *t, const struct svc_sock *s, int pidfd, int fd,
                 struct attach_tuned *out);
+/* ---- attachbpf.c: sockets through the TCP iterator (--via bpf, or auto) ---- */
+
+struct attach_bpf {
+	struct svc_sock s;
+	int pid, fd;           /* its holder; pid -1: none this user may read (sock_diag's) */
+	struct attach_tuned r; /* what became of it: the notes of what this path cannot set */
+	struct it_sock it;
+};
+/* Whether the iterator can be used here (once per run; t->bpf_why says why not) */
+int attach_bpf_ok(struct attach_state *t);
+/* Socket s (held by pid as fd; pid -1: no holder read) queued for the iterator: only the
+ * options opts[n] (the rest of a socket the pidfd path tuned), or with opts NULL every
+ * option of the policy it takes, the others noted refused with the other path named */
+void attach_bpf_queue(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
+                      const int *opts, int n);
+/* The queued sockets of svc set by one iterator run in its network namespace, each said as
+ * attach_say says a socket (via=bpf), then the queue emptied */
+void attach_bpf_flush(struct attach_state *t, struct service *svc);
+/* A socket neither path reaches: said (once a run, with both paths' needs), counted */
+void attach_refuse_both(struct attach_state *t, const struct svc_sock *s, int pid,
+                        const char *pidfd_why);
+
 /* What attach_tune found, written: its notes on stderr (and as warnings), then its record. */
 void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
                 const struct attach_tuned *r);

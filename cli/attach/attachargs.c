@@ -9,6 +9,7 @@
 #include "socktune_apply.h"
 #include "socktune_opts.h"
 #include "attach/attach.h"
+#include "via.h"
 
 /* Why option id cannot reach anything from outside, or NULL when it can. */
 static const char *cannot_reach(int id)
@@ -20,8 +21,9 @@ static const char *cannot_reach(int id)
 	if (flags & ST_O_CLIENT_ONLY)
 		return "it counts the SYNs of a connection being made, and attach finds established "
 		       "ones only; run the client under socktune --client";
-	if (!st_is_sockopt(id) && st_sockopts[id].sockops != ST_SOCKOPS_NONE)
-		return "only a cgroup sock_ops program sets it: run the server under socktune --cgroup";
+	if (st_cgroup_only(id) && st_iter_how(id) == ST_ITER_NONE)
+		return "only a cgroup sock_ops program sets it, on new connections: attach --cgroup "
+		       "(its next connections), or run the server under socktune --cgroup";
 	switch (id) {
 	case ST_V_QUICKACK:
 		/* TCP_QUICKACK is not a setting that stays: the kernel goes back to delayed ACKs
@@ -54,6 +56,8 @@ static int connections_only(int id)
 {
 	if (id == ST_V_CLIENT || id == ST_V_CLIENT_PORTS)
 		return 1; /* outgoing connections are found with the accepted ones */
+	if (st_cgroup_only(id))
+		return 1; /* (the cwnd clamp: on open connections, through the iterator) */
 	return st_is_sockopt(id) && (st_sockopts[id].flags & ST_O_EACH_CONN);
 }
 
@@ -73,6 +77,12 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 			snprintf(why, sizeof why, "attach: --%s: %s", st_vars[i].option, cannot);
 			return refuse(msg, why);
 		}
+		if (c->given[i] && st_cgroup_only(i) && c->via == VIA_PIDFD) {
+			snprintf(why, sizeof why, "attach --via pidfd: --%s: %s", st_vars[i].option,
+			         "no socket option sets it: only a BPF program does, on an open "
+			         "connection the TCP iterator (--via bpf or auto)");
+			return refuse(msg, why);
+		}
 		if (c->given[i] && !c->connections && connections_only(i)) {
 			snprintf(why, sizeof why, "attach: --%s reaches connections only (a listener does "
 			         "not pass it on to those it accepts): add --connections", st_vars[i].option);
@@ -84,7 +94,7 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 	if (st_backlog_governed(p))
 		return CLI_GO;
 	for (int i = 0; i < ST_V_COUNT; i++)
-		if (st_is_sockopt(i) && st_has(p, i) && attach_takes(i) &&
+		if ((st_is_sockopt(i) || st_cgroup_only(i)) && st_has(p, i) && attach_takes(i) &&
 		    (c->connections || !connections_only(i)))
 			return CLI_GO;
 	return refuse(msg, "attach: nothing to apply: no option that attach sets was given (here "
@@ -95,13 +105,15 @@ enum cli_status attach_check(const struct cli *c, const struct st_policy *p, FIL
 void attach_help(FILE *f)
 {
 	fprintf(f,
-	        "usage: socktune attach [OPTIONS] [--connections] [--follow] [--json] PID...|:PORT...\n"
-	        "       socktune attach --cgroup [--cgroup-root] [--peer PREFIX]... [OPTIONS] [--json]\n"
-	        "                       PID...|:PORT...\n"
+	        "usage: socktune attach [OPTIONS] [--connections] [--follow] [--via pidfd|bpf|auto]\n"
+	        "                       [--json] PID...|:PORT...\n"
+	        "       socktune attach --cgroup [--connections] [--cgroup-root] [--peer PREFIX]...\n"
+	        "                       [OPTIONS] [--json] PID...|:PORT...\n"
 	        "\n"
 	        "Tunes a server that is already running, in any language, from outside: each of\n"
-	        "its sockets found is set through a copy held only for the change, read back and\n"
-	        "said in one line.  PID means the service: PID, every process holding one of its\n"
+	        "its sockets found is set through a copy held only for the change (or, with no\n"
+	        "ptrace access, through the TCP iterator: --via), read back and said in one\n"
+	        "line.  PID means the service: PID, every process holding one of its\n"
 	        "TCP listeners (prefork workers) and every process holding a connection accepted\n"
 	        "on one (backends); each line names the pid holding the socket tuned.  :PORT\n"
 	        "means the listeners on that port only (and their connections).\n"
@@ -111,6 +123,17 @@ void attach_help(FILE *f)
 	help_entry(f, "--connections", "also tune the established TCP connections accepted on the "
 	           "target's listeners (the options that matter on a connection); with --client its "
 	           "outgoing ones too", NULL);
+	help_entry(f, "--via pidfd|bpf|auto", "how a socket is reached: pidfd, a copy of its "
+	           "descriptor (pidfd_getfd: the same uid and a dumpable target, or "
+	           "CAP_SYS_PTRACE); bpf, a TCP iterator program made for the run, loaded, run once "
+	           "per network namespace and closed, that sets the options by the socket's "
+	           "sock_diag cookie (Linux 6.4 with BTF; CAP_BPF with CAP_PERFMON, or "
+	           "CAP_SYS_ADMIN; no descriptor, no ptrace); auto (default): pidfd where the copy "
+	           "is given, else bpf.  Without ptrace access a PID's sockets are those made in "
+	           "its cgroup, when that holds only it and its descendants.  What a path cannot "
+	           "do is refused for that socket, the other path named: the backlog needs pidfd; "
+	           "--cwnd-clamp, and --delack-max and --rto-min on a kernel without their socket "
+	           "options (before 6.15), need bpf.  With --cgroup --connections: bpf", NULL);
 	help_entry(f, "--follow", "keep going, tuning sockets as they appear (every 100 ms), until "
 	           "the processes exit, stdout's reader leaves, or an interrupt", NULL);
 	help_entry(f, "--json", "print one JSON document: the sockets tuned, the warnings, the "
@@ -120,6 +143,10 @@ void attach_help(FILE *f)
 	           "programs: BPF_F_ALLOW_MULTI), which stays until socktune detach; the kernel "
 	           "tunes the connections made from then on, those open keep their values.  The "
 	           "options of socktune --cgroup (socktune --help), --initcwnd too", NULL);
+	help_entry(f, "--cgroup --connections", "the program attached, and the connections open "
+	           "on the target's listeners in that cgroup (which it never sees) set once "
+	           "through the TCP iterator: the same options, but the initial windows and the "
+	           "SYN's RTO (new connections only)", NULL);
 	help_entry(f, "--cgroup-root", "with --cgroup: the target's listeners are in the root "
 	           "cgroup, the whole host: attach there all the same (refused without it)", NULL);
 	help_entry(f, "--peer PREFIX", "with --cgroup: only connections whose peer is in PREFIX "

@@ -39,11 +39,13 @@ struct rec *attach_line(struct attach_state *t, int pid, int fd, const char *eve
 	/* the library's line: "socktune pid=N level=info event=E fd=..." (shim/log.c), pid the
 	 * target's, the one that holds the socket */
 	struct rec *r = t->json ? rec_obj(t->sockets, 0) : rec_new();
-	rec_int(r, K_PID, pid);
+	if (pid > 0) /* (a socket found by sock_diag alone has no holder named) */
+		rec_int(r, K_PID, pid);
 	if (!t->json)
 		rec_str(r, K_LEVEL, "info");
 	rec_str(r, K_EVENT, event);
-	rec_int(r, K_FD, fd);
+	if (fd >= 0)
+		rec_int(r, K_FD, fd);
 	rec_str(r, K_ADDR, addr);
 	return r;
 }
@@ -65,7 +67,8 @@ struct rec *attach_warning(struct attach_state *t, const char *kind, int pid, in
 {
 	(void)t;
 	struct rec *w = rec_new();
-	rec_int(w, K_PID, pid);
+	if (pid > 0)
+		rec_int(w, K_PID, pid);
 	rec_str(w, K_LEVEL, "warn");
 	rec_str(w, K_EVENT, kind);
 	if (fd >= 0)
@@ -87,11 +90,17 @@ void attach_warning_end(struct attach_state *t, struct rec *w, const char *kind,
 	rec_free(w);
 }
 
+void attach_note_add(struct attach_tuned *r, int kind, int opt, int err, long long want,
+                     long long got, const char *why)
+{
+	if (r->nnotes < ATTACH_NOTES)
+		r->notes[r->nnotes++] = (struct attach_note){kind, opt, err, 0, want, got, why};
+}
+
 static void note(struct attach_tuned *r, int kind, int opt, int err, long long want,
                  long long got)
 {
-	if (r->nnotes < ATTACH_NOTES)
-		r->notes[r->nnotes++] = (struct attach_note){kind, opt, err, 0, want, got};
+	attach_note_add(r, kind, opt, err, want, got, NULL);
 }
 
 static int get_int(int fd, int level, int optname)
@@ -121,6 +130,14 @@ static void apply(const struct attach_state *t, const struct svc_sock *s, int co
 		if (!st_apply_one(&cli_raw_ops, copy, &rq, i, &set->out, set->name))
 			continue;
 		if (set->out.state == ST_FAILED) {
+			/* a kernel without the socket option (TCP_DELACK_MAX_US before 6.15) may take
+			 * it from a BPF program (TCP_BPF_DELACK_MAX, 5.10): the iterator's, under auto */
+			if (t->via == VIA_AUTO && !rq.dry && set->out.err == ENOPROTOOPT &&
+			    protocol == IPPROTO_TCP && /* (MPTCP refuses these: not the kernel's age) */
+			    st_iter_how(i) != ST_ITER_NONE && !t->wrapper) {
+				r->rest[r->nrest++] = i;
+				continue;
+			}
 			note(r, N_REFUSED, i, set->out.err, set->out.want, 0);
 			r->notes[r->nnotes - 1].protocol = protocol;
 			continue;
@@ -150,12 +167,17 @@ static void apply(const struct attach_state *t, const struct svc_sock *s, int co
 			note(r, N_BACKLOG_LOWERED, 0, 0, want, before);
 	}
 	r->quickack_outside = !listening && st_on(p, ST_V_QUICKACK);
+	/* what only a BPF program sets on an open connection (the cwnd clamp): the iterator's */
+	for (int i = 0; i < ST_V_COUNT && !listening && !rq.dry; i++)
+		if (st_cgroup_only(i) && st_has(p, (enum st_var_id)i) && st_iter_how(i) != ST_ITER_NONE)
+			r->rest[r->nrest++] = i;
 }
 
 int attach_tune(const struct attach_state *t, const struct svc_sock *s, int pidfd, int fd,
                 struct attach_tuned *r)
 {
 	memset(r, 0, sizeof *r);
+	r->via = VIA_PIDFD;
 	diag_addr(s->family, s->src, s->sport, r->addr, sizeof r->addr);
 	diag_addr(s->family, s->dst, s->dport, r->peer, sizeof r->peer);
 	int copy = svc_high_fd((int)syscall(SYS_pidfd_getfd, pidfd, fd, 0));
@@ -191,7 +213,7 @@ static void asked(struct rec *w, int i, long long want, long long got, int read)
 void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int fd,
                 const struct attach_tuned *r)
 {
-	char fix[200], buf[320], cmd[sizeof buf + 48];
+	char fix[200], buf[640], cmd[sizeof buf + 48];
 	long long dry_effective = -1;
 	if (r->backlog && r->backlog_after < 0) /* a dry run: what the target's somaxconn leaves */
 		dry_effective = st_dry_backlog(r->backlog_want, target_sysctl(pid, "net.core.somaxconn"));
@@ -251,6 +273,27 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 			        "namespace");
 			attach_warning_end(t, w, "backlog-clamped", 1);
 			break;
+		case N_PATH:
+		case N_NO_ITER:
+			w = attach_warning(t, "refused", pid, fd, r->addr);
+			if (n->opt == ST_V_BACKLOG)
+				rec_backlog(w, &(struct st_backlog_said){ST_STAGE_UNSAID, ST_STAGE_UNSAID,
+				                                         n->want, ST_STAGE_UNSAID,
+				                                         ST_STAGE_UNSAID});
+			else
+				asked(w, n->opt, n->want, 0, 0);
+			rec_str(w, K_VIA, via_name(r->via));
+			if (n->kind == N_PATH)
+				snprintf(buf, sizeof buf, "not through %s: %s",
+				         r->via == VIA_BPF ? "the TCP iterator" : "a pidfd copy", n->why);
+			else
+				snprintf(buf, sizeof buf, "only the TCP iterator sets it here (--via bpf), "
+				         "and it cannot be used: %s", t->bpf_why);
+			rec_str(w, K_ERROR, buf);
+			rec_arr(w, K_FIX);
+			attach_warning_end(t, w, "refused", 1);
+			t->refused++;
+			break;
 		case N_BACKLOG_LOWERED:
 			st_fix_backlog_lowered(n->want, fix, sizeof fix);
 			w = attach_warning(t, "backlog-lowered", pid, fd, r->addr);
@@ -276,10 +319,24 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 		rec_str(w, K_NOTE, why);
 		attach_warning_end(t, w, "in-process-only", !t->said_quickack++);
 	}
+	if (r->notes_only)
+		return;
 	static const char *const events[] = {"attach", "attach-connection", "attach-client"};
 	struct rec *line = attach_line(t, pid, fd, events[s->kind], r->addr);
 	if (s->kind != SVC_LISTENER)
 		rec_str(line, K_PEER, r->peer);
+	rec_str(line, K_VIA, via_name(r->via));
+	if (r->via == VIA_BPF)
+		rec_int(line, K_COOKIE, (long long)s->cookie);
+	if (pid <= 0) { /* what sock_diag said of it, and no more */
+		rec_str(line, K_FOUND_BY, "sock_diag");
+		rec_int(line, K_UID, s->uid);
+		rec_int(line, K_JRN_INODE, (long long)s->ino);
+		if (s->cgroup_id)
+			rec_int(line, K_CGROUP_ID, (long long)s->cgroup_id);
+		if (t->target)
+			rec_str(line, K_TARGET, t->target);
+	}
 	for (int k = 0; k < r->nset; k++)
 		rec_outcome(line, t->p, r->set[k].opt, &r->set[k].out, r->set[k].name);
 	if (r->backlog) {
@@ -289,6 +346,13 @@ void attach_say(struct attach_state *t, const struct svc_sock *s, int pid, int f
 		                                            effective < 0 ? ST_STAGE_UNKNOWN : effective,
 		                                            ST_STAGE_UNSAID});
 	}
+	if (pid <= 0)
+		rec_str(line, K_NOTE, t->target && t->target[0] != ':'
+		        ? "found by sock_diag alone: made in the target's cgroup, which holds only it "
+		          "and its descendants, by one of their uids (or accepted on such a listener); "
+		          "which of them holds it cannot be read (/proc/PID/fd needs ptrace access)"
+		        : "found by sock_diag alone (its port, uid, inode and cgroup): no process this "
+		          "user may read holds it (/proc/PID/fd needs ptrace access), so none is named");
 	attach_line_end(t, line);
 	t->tuned++;
 }

@@ -8,6 +8,7 @@
 #include "socktune.h"
 #include "socktune_opts.h"
 #include "cgroup/cgroup.h"
+#include "via.h"
 
 /* Why --cgroup cannot take option id, or NULL when it can (attach: attach --cgroup). */
 static const char *refused(int id, int attach)
@@ -57,7 +58,8 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 			continue;
 		const char *how = c->given[id] ? "--" : st_vars[id].env;
 		const char *name = c->given[id] ? st_vars[id].option : "";
-		if (!cgroup && st_cgroup_only(id))
+		/* (attach sets the cwnd clamp on open connections through the iterator) */
+		if (!cgroup && st_cgroup_only(id) && !(c->attach && st_iter_how(id) != ST_ITER_NONE))
 			return usage_error(msg, "%s%s: only a cgroup sock_ops program sets it: %s",
 			                   how, name, c->check ? "check it with socktune check --cgroup"
 			                   : c->attach ? "add --cgroup (socktune attach --cgroup: the "
@@ -79,10 +81,17 @@ enum cli_status cg_check(const struct cli *c, const struct st_policy *p, FILE *m
 		                   "one the target's listeners were made in)");
 	if (c->cgroup_root && !c->cgroup)
 		return usage_error(msg, "--cgroup-root: only with attach --cgroup");
-	if (c->attach && c->cgroup && (c->connections || c->follow))
-		return usage_error(msg, "attach --cgroup: %s is attach's own (from outside, socket by "
-		                   "socket); the kernel tunes the cgroup's new connections itself",
-		                   c->connections ? "--connections" : "--follow");
+	if (c->attach && c->cgroup && c->follow)
+		return usage_error(msg, "attach --cgroup: --follow is attach's own (from outside, socket "
+		                   "by socket); the kernel tunes the cgroup's new connections itself");
+	/* --connections: the connections open in the cgroup, which the program never sees, set
+	 * once through the TCP iterator */
+	if (c->attach && c->cgroup && c->via_given && (!c->connections || c->via == VIA_PIDFD))
+		return usage_error(msg, "attach --cgroup: --via %s: %s", via_name(c->via),
+		                   c->connections ? "the open connections of the cgroup are reached "
+		                   "through the TCP iterator only (--via bpf or auto)"
+		                   : "the program reaches the cgroup's new connections itself; --via "
+		                     "applies to --connections (the open ones, through the iterator)");
 	if (c->attach && c->cgroup && !st_on(p, ST_V_DISABLE)) {
 		int any = 0;
 		long long w;

@@ -313,17 +313,34 @@ static void attach_one(struct out *o, const char *target, const struct cg_where 
 	rec_int(r, K_REPLACED, replaced);
 	rec_int(r, K_OTHERS, t.others);
 	rec_int(r, K_KEPT, w->kept);
+	char open_now[200];
+	if (c->connections)
+		snprintf(open_now, sizeof open_now, "the %d open now were set through the TCP iterator "
+		         "(their lines below; the program's hook does not hold them)", w->kept);
+	else
+		snprintf(open_now, sizeof open_now, "the %d open now keep their values (socktune "
+		         "attach --cgroup --connections %.64s reaches those)", w->kept, target);
 	snprintf(err, sizeof err, "the kernel tunes the connections made from now on in this cgroup "
-	         "(it stays attached until socktune detach %.64s)%s; the %d open now keep their values "
-	         "(socktune attach --connections %.64s reaches those, if permitted)%s%s%s%s", target,
+	         "(it stays attached until socktune detach %.64s)%s; %s%s%s%s%s", target,
 	         g->hook_fd >= 0 ? ", and holds the values against the app's own setsockopt" : "",
-	         w->kept, target, w->now[0] && strcmp(w->now, w->dir) != 0
+	         open_now, w->now[0] && strcmp(w->now, w->dir) != 0
 	                                  ? "; the process is in another cgroup now: its listeners' counts" : "",
 	         whose[0] ? "; replaced: " : "", whose,
 	         t.named ? "; a program named socktune that socktune did not record is there: another "
 	                   "party's, left alone" : "");
 	rec_str(r, K_NOTE, err);
+	/* --connections: the open ones, through the iterator, after the cgroup's line */
+	char cerr[1000] = "";
+	int refused = c->connections && o->json ? cg_conns_apply(target, w, p, r, cerr, sizeof cerr) : 0;
 	out_line_end(o, r);
+	if (c->connections && !o->json)
+		refused = cg_conns_apply(target, w, p, NULL, cerr, sizeof cerr);
+	if (cerr[0])
+		fprintf(stderr, "socktune: attach --cgroup: %.64s: %s\n", target, cerr);
+	if (refused) {
+		o->failed++;
+		o->worst = o->worst ? o->worst : 1;
+	}
 }
 
 int cg_attach_main(const struct cli *c, const struct st_policy *p)
@@ -359,6 +376,8 @@ int cg_attach_main(const struct cli *c, const struct st_policy *p)
 		for (int j = 0; j < n; j++)
 			if (!seen_before(w[j].id))
 				attach_one(&o, targets[k], &w[j], c, p, &g, &h, recs, nrecs);
+		if (n > 0)
+			cg_where_free(w, n);
 		if (more > 0) {
 			snprintf(err, sizeof err, "%.64s: its listeners are in %d more cgroups than the %d "
 			         "attached to: not attached there (name them one by one: socktune attach "
@@ -490,6 +509,8 @@ int cg_detach_main(void *args)
 		for (int j = 0; j < n; j++)
 			if (!seen_before(w[j].id))
 				detach_one(&o, a->targets[k], &w[j], a->root, recs, nrecs);
+		if (n > 0)
+			cg_where_free(w, n);
 		if (more > 0) {
 			snprintf(err, sizeof err, "%.64s: its listeners are in %d more cgroups: not looked at "
 			         "(name them: socktune detach CGROUP)", a->targets[k], more);

@@ -186,13 +186,35 @@ struct cg_where {
 	int root;                 /* it is the root cgroup: the whole host */
 	int listeners, kept;      /* the target's listeners made there; connections open on them */
 	char now[4096];           /* a PID target: the cgroup it is in now ("" unknown) */
+	struct cg_conn *conns;    /* those connections (malloc'd: cg_where_free), at most
+	                           * CG_MAX_CONNS */
+	int nconns;
 };
+struct cg_conn { /* a connection open on a target's listener, as sock_diag saw it */
+	unsigned long long cookie, inode;
+	int family;
+	unsigned sport, dport;
+	unsigned char src[16], dst[16];
+};
+#define CG_MAX_CONNS 65536
+void cg_where_free(struct cg_where *w, int n);
 /* The cgroups target's listeners were made in (sock_diag's INET_DIAG_CGROUP_ID, looked for
  * under the v2 mount), into w[max] (*more: how many more there are): the count, or -1 with
  * err and *status (EXIT_USAGE: no target; EXIT_NOT_FOUND: no such process, no listener; 1:
  * the kernel does not say). */
 int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,
               size_t n);
+
+/* ---- cgconns.c: attach --cgroup --connections ---- */
+
+/* The connections open on target's listeners in cgroup w (w->conns), which the program
+ * attached there never sees, set once through the TCP iterator with what it sets on an
+ * accepted connection (what an open one still takes); each said a line (event
+ * attach-connection, via=bpf), or added to doc (an array of sockets) under --json.  The
+ * number refused (options, or connections the iterator could not reach). */
+struct rec;
+int cg_conns_apply(const char *target, const struct cg_where *w, const struct st_policy *p,
+                   struct rec *doc, char *err, size_t n);
 
 /* ---- cgattach.c: socktune attach --cgroup, socktune detach ---- */
 

@@ -20,9 +20,10 @@
 #include "host/pidinfo.h"
 
 struct found {
-	unsigned long long ino, cgroup_id;
-	unsigned sport;
-	int listener;
+	unsigned long long ino, cgroup_id, cookie;
+	unsigned sport, dport;
+	int listener, family;
+	unsigned char src[16], dst[16];
 };
 #define MAX_MINE 256 /* the target's listeners whose connections are counted */
 struct dump {
@@ -35,8 +36,12 @@ static void take(const struct diag_sock *s, void *ctx)
 	struct dump *d = ctx;
 	if (grow(&d->v, &d->cap, d->n, sizeof *d->v, 256) != 0)
 		return;
-	d->v[d->n++] = (struct found){.ino = s->inode, .cgroup_id = s->cgroup_id, .sport = s->sport,
-	                              .listener = s->state == TS_LISTEN};
+	struct found *f = &d->v[d->n++];
+	*f = (struct found){.ino = s->inode, .cgroup_id = s->cgroup_id, .cookie = s->cookie,
+	                    .sport = s->sport, .dport = s->dport, .family = s->family,
+	                    .listener = s->state == TS_LISTEN};
+	memcpy(f->src, s->src, 16);
+	memcpy(f->dst, s->dst, 16);
 }
 
 /* The directory under the mount whose inode is id (nftw's callback has no context). */
@@ -67,6 +72,24 @@ static void now_of(int pid, const char *mount, char *out, size_t n)
 	if (pid_cgroup(pid, own, sizeof own) != 0 ||
 	    (size_t)snprintf(out, n, "%s%s", mount, strcmp(own, "/") == 0 ? "" : own) >= n)
 		out[0] = '\0';
+}
+
+void cg_where_free(struct cg_where *w, int n)
+{
+	for (int k = 0; k < n; k++) {
+		free(w[k].conns);
+		w[k].conns = NULL;
+		w[k].nconns = 0;
+	}
+}
+
+/* conns grown to cap entries (freed when it cannot be: NULL) */
+static struct cg_conn *realloc_conns(struct cg_conn *conns, size_t cap)
+{
+	struct cg_conn *g = realloc(conns, cap * sizeof *g);
+	if (!g)
+		free(conns);
+	return g;
 }
 
 int cg_target(const char *target, struct cg_where *w, int max, int *more, int *status, char *err,
@@ -146,12 +169,27 @@ int cg_target(const char *target, struct cg_where *w, int max, int *more, int *s
 		int on = 0;
 		for (int k = 0; !d.v[i].listener && k < nmine && !on; k++)
 			on = mine[k].sport == d.v[i].sport && mine[k].cgroup_id == d.v[i].cgroup_id;
-		for (int j = 0; on && j < nw; j++)
-			w[j].kept += w[j].id == d.v[i].cgroup_id;
+		for (int j = 0; on && j < nw; j++) {
+			if (w[j].id != d.v[i].cgroup_id)
+				continue;
+			w[j].kept++;
+			const struct found *f = &d.v[i];
+			size_t cap = (size_t)w[j].nconns; /* (doubled at each power of two) */
+			if (w[j].nconns >= CG_MAX_CONNS ||
+			    ((cap == 0 || (cap & (cap - 1)) == 0) &&
+			     !(w[j].conns = realloc_conns(w[j].conns, cap ? 2 * cap : 64))))
+				continue;
+			struct cg_conn *c = &w[j].conns[w[j].nconns++];
+			*c = (struct cg_conn){.cookie = f->cookie, .inode = f->ino, .family = f->family,
+			                      .sport = f->sport, .dport = f->dport};
+			memcpy(c->src, f->src, 16);
+			memcpy(c->dst, f->dst, 16);
+		}
 	}
 	free(d.v);
 	free(hs.h);
 	if (!listeners) {
+		cg_where_free(w, nw);
 		if (pid)
 			snprintf(err, n, "%s: process %d holds no TCP listener this user may see", target, pid);
 		else
@@ -159,6 +197,7 @@ int cg_target(const char *target, struct cg_where *w, int max, int *more, int *s
 		return -1;
 	}
 	if (unsaid && !nw) {
+		cg_where_free(w, nw);
 		*status = 1;
 		snprintf(err, n, "%s: the kernel does not say which cgroup its listeners were made in "
 		         "(INET_DIAG_CGROUP_ID: Linux 5.7, CONFIG_SOCK_CGROUP_DATA); use socktune "
@@ -176,6 +215,7 @@ int cg_target(const char *target, struct cg_where *w, int max, int *more, int *s
 			*status = 1;
 			snprintf(err, n, "%s: its listeners' cgroup (inode %llu) is not under %s (removed "
 			         "since, or in another cgroup namespace)", target, w[j].id, mount);
+			cg_where_free(w, nw);
 			return -1;
 		}
 		if (pid)

@@ -60,7 +60,11 @@ SAME(BI_TCP_BPF_IW + BI_TCP_BPF_SNDCWND_CLAMP + BI_TCP_BPF_DELACK_MAX + BI_TCP_B
 #endif
 #endif
 
-#define BI_PROG_NAME "socktune_iter" /* the program's and the map's (what bpftool shows) */
+/* the program's and the map's name (what bpftool shows; a test's own runs name theirs
+ * otherwise, so that another file's test can tell the command's apart) */
+#ifndef BI_PROG_NAME
+#define BI_PROG_NAME "socktune_iter"
+#endif
 #define BI_READ_LIMIT_S 10 /* one pass over a namespace's sockets: far less on any host */
 
 /* ---- the kernel's side ---- */

@@ -75,9 +75,14 @@ struct bi_run {
 	int not_visited; /* sockets asked for that no record came back for */
 };
 
+/* What one call does with each option: set it; set it and read it back in the same pass
+ * (under the same socket lock); or only read it (the value before a change, or what a
+ * socket holds now: the option's value is not used) */
+enum { BI_SET, BI_SET_READ, BI_READ };
+
 /* Set the options of socks[n] on the TCP sockets of the network namespace netns_fd (a
  * descriptor of /proc/PID/ns/net or /run/netns/NAME; -1: the caller's own), each socket
- * found by its cookie; readback: read each option back in the same pass.  The program, its
+ * found by its cookie; readback: BI_SET, BI_SET_READ or BI_READ.  The program, its
  * map, its link and the iterator are closed before it returns, on every path.  0 when the
  * iterator ran to its end (each socket's results in socks[], per option: applied or the
  * errno); -1 with err (one sentence: what failed and why) when it could not run or stopped
@@ -112,7 +117,7 @@ struct bi_prog {
 	struct st_bpf_insn v[BI_MAX_INSNS];
 	int n;
 };
-/* The program for the distinct options opt[nopt] (at most BI_MAX_OPTS), reading back or not,
+/* The program for the distinct options opt[nopt] (at most BI_MAX_OPTS), readback as bi_apply's,
  * its sockets' options in map map_fd (cookie -> bits): its instruction count, or -1. */
 int bi_prog_build(struct bi_prog *g, const struct bi_opt *opt, int nopt, int readback,
                   int map_fd);

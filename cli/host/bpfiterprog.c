@@ -66,9 +66,9 @@ static void sockopt_call(struct bi_prog *g, int fn, const struct bi_opt *o, int 
 /* Option k, as the program does it on each socket it was asked for:
  *   slot = {NOT_RUN, NOT_RUN, 0};
  *   if (options >> k & 1) {
- *       slot.value = value;
- *       slot.set = bpf_setsockopt(sk, level, optname, &slot.value, 4);
- *       slot.get = bpf_getsockopt(sk, level, optname, &slot.value, 4);   (read-back)
+ *       slot.value = value;                                              (not BI_READ)
+ *       slot.set = bpf_setsockopt(sk, level, optname, &slot.value, 4);   (not BI_READ)
+ *       slot.get = bpf_getsockopt(sk, level, optname, &slot.value, 4);   (not BI_SET)
  *   }
  * The slot is written whole either way: the record goes out as it is, and the verifier lets
  * out only stack the program wrote. */
@@ -82,10 +82,12 @@ static void option(struct bi_prog *g, int k, const struct bi_opt *o, int readbac
 	emit(g, ST_INSN(ST_BPF_ALU64 | ST_BPF_RSH | ST_BPF_K, R1, 0, 0, k));
 	emit(g, ST_INSN(ST_BPF_ALU64 | ST_BPF_AND | ST_BPF_K, R1, 0, 0, 1));
 	int skip = jump_if_zero(g, R1);
-	emit(g, ST_ST(ST_BPF_W, R10, value, o->value));
-	sockopt_call(g, ST_BPF_FUNC_setsockopt, o, value);
-	emit(g, ST_STX(ST_BPF_W, R10, R0, set));
-	if (readback) {
+	if (readback != BI_READ) {
+		emit(g, ST_ST(ST_BPF_W, R10, value, o->value));
+		sockopt_call(g, ST_BPF_FUNC_setsockopt, o, value);
+		emit(g, ST_STX(ST_BPF_W, R10, R0, set));
+	}
+	if (readback != BI_SET) {
 		sockopt_call(g, BI_FN_getsockopt, o, value);
 		emit(g, ST_STX(ST_BPF_W, R10, R0, get));
 	}

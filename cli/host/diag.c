@@ -92,9 +92,25 @@ int diag_leave(int self)
 	return rc;
 }
 
-int diag_socket_in(int pid, int type)
+int diag_enter_fd(int netns_fd)
 {
-	int self = pid > 0 ? diag_enter(pid) : DIAG_SAME_NS; /* sockets are made in the caller's */
+	if (netns_fd < 0)
+		return DIAG_SAME_NS;
+	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	if (setns(netns_fd, CLONE_NEWNET) != 0) {
+		int e = errno;
+		close(self);
+		return -e;
+	}
+	return self;
+}
+
+/* A sock_diag socket of type made where self (diag_enter's, diag_enter_fd's) says this
+ * thread is now, then back: its descriptor, or -errno */
+static int socket_here(int self, int type)
+{
 	if (self < 0 && self != DIAG_SAME_NS)
 		return self;
 	int fd = socket(AF_NETLINK, type | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
@@ -108,15 +124,29 @@ int diag_socket_in(int pid, int type)
 	return fd >= 0 ? fd : -err;
 }
 
-int diag_open(int pid)
+int diag_socket_in(int pid, int type)
 {
-	int fd = diag_socket_in(pid, SOCK_DGRAM);
-	int err = fd < 0 ? -fd : 0;
+	return socket_here(pid > 0 ? diag_enter(pid) : DIAG_SAME_NS, type); /* (made in the caller's) */
+}
+
+/* fd (or -errno) with the receive timeout every dump is read with */
+static int timed(int fd)
+{
 	if (fd >= 0) {
 		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	}
-	return fd >= 0 ? fd : -err;
+	return fd;
+}
+
+int diag_open(int pid)
+{
+	return timed(diag_socket_in(pid, SOCK_DGRAM));
+}
+
+int diag_open_netns(int netns_fd)
+{
+	return timed(socket_here(diag_enter_fd(netns_fd), SOCK_DGRAM));
 }
 
 void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n)

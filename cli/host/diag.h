@@ -83,6 +83,10 @@ int diag_open(int pid);
 /* A NETLINK_SOCK_DIAG socket of type (SOCK_DGRAM, SOCK_RAW, with SOCK_NONBLOCK or not) made
  * in pid's network namespace (pid <= 0: ours), close-on-exec: its descriptor, or -errno. */
 int diag_socket_in(int pid, int type);
+/* diag_open's socket in the namespace of netns_fd (a /proc/PID/ns/net or /run/netns/NAME
+ * descriptor; -1: ours), and diag_enter's for it */
+int diag_open_netns(int netns_fd);
+int diag_enter_fd(int netns_fd);
 /* Into pid's network namespace (setns: CAP_SYS_ADMIN): what diag_leave needs to come back
  * (DIAG_SAME_NS when it is ours already), or -errno; and back. */
 #define DIAG_SAME_NS (-100000)

@@ -13,6 +13,7 @@
 #include "host/service.h"
 #include "host/clock.h"
 #include "host/grow.h"
+#include "host/itertune.h"
 
 /* ---- the sockets: sock_diag, or /proc/PID/net ---- */
 
@@ -85,6 +86,8 @@ static void on_sock(const struct diag_sock *d, void *ctx)
 	s->dport = d->dport;
 	s->rqueue = d->rqueue;
 	s->wqueue = d->wqueue;
+	s->uid = d->uid;
+	s->cgroup_id = d->cgroup_id;
 	memcpy(s->src, d->src, 16);
 	memcpy(s->dst, d->dst, 16);
 	s->listener = -1;
@@ -103,7 +106,8 @@ static int dump(struct service *svc, unsigned states)
 	}
 	if (r < 0) { /* an answer left half read would make the next request EBUSY: a new one */
 		close(svc->nl);
-		int nl = diag_open(svc->scope == SVC_PORT ? 0 : svc->netpid);
+		int nl = svc->tie ? diag_open_netns(svc->netns_fd)
+		                  : diag_open(svc->scope == SVC_PORT ? 0 : svc->netpid);
 		svc->nl = nl >= 0 ? svc_high_fd(nl) : -1;
 		if (svc->nl < 0)
 			snprintf(svc->how, sizeof svc->how, "sock_diag: %s", strerror(-r));
@@ -289,6 +293,13 @@ static void scan(struct service *svc, int all, int conns)
 	free(procs.v);
 }
 
+/* Whether socket s was made in a tied PID's cgroup by one of its uids (service.h) */
+static int tied(const struct service *svc, const struct svc_sock *s)
+{
+	return svc->tie && s->cgroup_id && s->cgroup_id == svc->tie->cgroup_id &&
+	       pid_tie_uid(svc->tie, s->uid);
+}
+
 /* Each listener of the dump: the service's, someone else's, or not known yet (0). */
 static int classify_listeners(struct service *svc, int resolve)
 {
@@ -304,7 +315,7 @@ static int classify_listeners(struct service *svc, int resolve)
 		if (!(v & (SEEN_OURS | SEEN_FOREIGN)) && resolve) {
 			const struct holder *h;
 			size_t nh = holders_of(svc, l->ino, &h);
-			int ours = 0;
+			int ours = tied(svc, l);
 			for (size_t j = 0; j < nh && !ours; j++)
 				ours = svc->scope == SVC_FAMILY || h[j].pid == svc->pid;
 			/* held by nobody in the family: not ours, unless the family changed while it
@@ -341,15 +352,20 @@ static void classify_conns(struct service *svc, unsigned want)
 			const struct holder *h;
 			size_t nh = holders_of(svc, c->ino, &h);
 			int ours_l = l >= 0 && (seen(svc, svc->s[l].ino) & SEEN_OURS);
-			if (!nh) { /* let go, or held where no scan looked: once more, then settled */
+			/* held by none this user may read: the service's by its listener (the same
+			 * address and port, in the same namespace), or by a tied PID's cgroup */
+			int unheld_ours = !nh && (want & SVC_W_UNHELD) && (ours_l || (l < 0 && tied(svc, c)));
+			if (!nh && !unheld_ours) { /* let go, or held where no scan looked: once more,
+			                            * then settled */
 				int again = ours_l && !(seen(svc, c->ino) & SEEN_STRIKE);
 				mark(svc, c->ino, SEEN_CONN | (again ? SEEN_STRIKE : SEEN_FOREIGN));
 				svc->conns_due |= again;
 				continue;
 			}
 			struct svc_pids self = {&svc->pid, 1, 1};
-			int mine = l >= 0 ? ours_l || (svc->scope == SVC_PID && held_by(h, nh, &self))
-			                  : held_by(h, nh, &svc->pids);
+			int mine = unheld_ours ||
+			           (l >= 0 ? ours_l || (svc->scope == SVC_PID && held_by(h, nh, &self))
+			                   : held_by(h, nh, &svc->pids));
 			if (!mine || !(want & (l >= 0 ? SVC_W_ACCEPTED : SVC_W_OUTGOING))) {
 				mark(svc, c->ino, SEEN_CONN | (mine ? SEEN_DONE : SEEN_FOREIGN));
 				continue;
@@ -415,7 +431,9 @@ int svc_look(struct service *svc, unsigned want, svc_cb cb, void *ctx)
 					continue;
 				if (!(nh = holders_of(svc, s->ino, &h))) {
 					svc->unheld += kind == SVC_LISTENER; /* (another user's, say) */
-					continue;
+					if (!(want & SVC_W_UNHELD))
+						continue;
+					h = NULL;
 				}
 				if (cb(s, h, nh, ctx) == SVC_DONE)
 					mark(svc, s->ino, SEEN_DONE);
@@ -442,6 +460,7 @@ int svc_open_in(struct service *svc, enum svc_scope scope, int pid, int netpid, 
 {
 	memset(svc, 0, sizeof *svc);
 	svc->nl = -1; /* (svc_close may follow a failed open) */
+	svc->netns_fd = -1;
 	svc->scope = scope;
 	svc->pid = pid;
 	svc->netpid = netpid;
@@ -472,6 +491,27 @@ int svc_open_in(struct service *svc, enum svc_scope scope, int pid, int netpid, 
 	return nl;
 }
 
+int svc_open_tied(struct service *svc, int pid, const struct pid_tie *tie, int netns_fd,
+                  const char *netns_name, char *err, size_t n)
+{
+	memset(svc, 0, sizeof *svc);
+	snprintf(svc->netns_name, sizeof svc->netns_name, "%s", netns_name);
+	svc->scope = SVC_PID;
+	svc->pid = svc->netpid = pid;
+	svc->tie = tie;
+	svc->netns_fd = netns_fd;
+	svc_pids_add(&svc->pids, pid);
+	int nl = diag_open_netns(netns_fd);
+	svc->nl = nl >= 0 ? svc_high_fd(nl) : -1;
+	if (svc->nl >= 0)
+		return 0;
+	snprintf(err, n, "sock_diag in its network namespace: %s", strerror(-nl));
+	if (netns_fd >= 0)
+		close(netns_fd);
+	svc->netns_fd = -1;
+	return nl;
+}
+
 int svc_open(struct service *svc, enum svc_scope scope, int pid, unsigned port, char *err,
              size_t n)
 {
@@ -483,6 +523,9 @@ void svc_close(struct service *svc)
 	if (svc->nl >= 0)
 		close(svc->nl);
 	svc->nl = -1;
+	if (svc->netns_fd >= 0)
+		close(svc->netns_fd);
+	svc->netns_fd = -1;
 	svc_map_free(&svc->seen);
 	free(svc->pids.v);
 	free(svc->s);

@@ -55,18 +55,24 @@ struct svc_sock {
 	int family;
 	unsigned state, sport, dport;
 	unsigned rqueue, wqueue; /* a listener: its accept queue now, the backlog in force */
+	unsigned uid;            /* its owner's, as sock_diag says */
+	unsigned long long cgroup_id; /* the cgroup v2 it was made in (0: not said) */
 	unsigned char src[16], dst[16];
 	int listener; /* SVC_ACCEPTED: the index of its listener in svc->s, -1 not the service's */
 };
 
 /* What to look at: listeners always; SVC_W_ACCEPTED the connections accepted on the
- * service's listeners (and PID's own); SVC_W_OUTGOING its outgoing connections. */
-enum { SVC_W_ACCEPTED = 1, SVC_W_OUTGOING = 2, SVC_W_EVERY = 4 };
+ * service's listeners (and PID's own); SVC_W_OUTGOING its outgoing connections;
+ * SVC_W_UNHELD the service's sockets that no process this user may read holds, passed with
+ * no holder (a :PORT's listeners, the connections accepted on the service's listeners, a
+ * tied PID's sockets): for a path that needs no descriptor (the BPF iterator). */
+enum { SVC_W_ACCEPTED = 1, SVC_W_OUTGOING = 2, SVC_W_EVERY = 4, SVC_W_UNHELD = 8 };
 /* (SVC_W_EVERY: connections at every look.  Without it, after the first look they are
  * looked at again only while some of the service's were not held by a process yet: one
  * accepted later carries its listener's options, which the kernel copies.) */
 
-/* For each socket of the service not settled yet: its holders (h[0..nh), at least one).
+/* For each socket of the service not settled yet: its holders (h[0..nh), at least one; none,
+ * h NULL, only under SVC_W_UNHELD).
  * Returns SVC_DONE (settled: never passed again) or SVC_AGAIN (passed again next look). */
 enum { SVC_DONE, SVC_AGAIN };
 typedef int (*svc_cb)(const struct svc_sock *s, const struct holder *h, size_t nh, void *ctx);
@@ -92,6 +98,12 @@ struct service {
 	size_t listeners;     /* the service's listeners in it */
 	size_t unheld;        /* of those, the ones no process read holds (another user's) */
 	size_t queued;        /* connections in accept queues (of any listener), held by none */
+	/* SVC_PID whose descriptors cannot be read (svc_open_tied): its sockets are those made
+	 * in its cgroup by its uids (pidtie.c); and the namespace looked at, by a descriptor
+	 * (-1: by netpid, or ours), closed with the service */
+	const struct pid_tie *tie;
+	int netns_fd;
+	char netns_name[128]; /* that namespace, as it was opened */
 };
 
 /* fd moved above 0-2 (with those closed, a socket there would take our messages) */
@@ -103,6 +115,12 @@ int svc_open(struct service *svc, enum svc_scope scope, int pid, unsigned port, 
 /* The same, looking at the network namespace netpid is in (pid's own for svc_open). */
 int svc_open_in(struct service *svc, enum svc_scope scope, int pid, int netpid, unsigned port,
                 char *err, size_t n);
+/* SVC_PID for a process whose /proc/PID/fd cannot be read: its sockets are tie's (made in
+ * its cgroup by one of its uids), looked for in the namespace of netns_fd (-1: ours), which
+ * the service takes.  0, or -errno with why in err. */
+struct pid_tie;
+int svc_open_tied(struct service *svc, int pid, const struct pid_tie *tie, int netns_fd,
+                  const char *netns_name, char *err, size_t n);
 /* One look: cb for each socket of interest not settled.  0, or -errno (the dump failed). */
 int svc_look(struct service *svc, unsigned want, svc_cb cb, void *ctx);
 void svc_close(struct service *svc);

@@ -28,6 +28,8 @@
 #include "journal.h"
 #include "record.h"
 #include "revert/revert.h"
+#include "via.h"
+#include "host/itertune.h"
 #include "host/sockcopy.h"
 
 #define LOCK_WAIT_MS 10000 /* for another revert's lock on the journal */
@@ -35,7 +37,7 @@
 void revert_help(FILE *f)
 {
 	fprintf(f,
-	        "usage: socktune revert [--journal PATH] [ID|all]\n"
+	        "usage: socktune revert [--journal PATH] [--via pidfd|bpf|auto] [ID|all]\n"
 	        "\n"
 	        "Undoes what socktune watch --apply changed, from its journal: a socket that is\n"
 	        "provably the one a change changed (the same process, by pid and start time;\n"
@@ -57,6 +59,13 @@ void revert_help(FILE *f)
 	help_entry(f, "--journal PATH",
 	           "the journal watch --apply wrote (default: $STATE_DIRECTORY/journal.jsonl, else "
 	           "/var/lib/socktune/journal.jsonl)", NULL);
+	help_entry(f, "--via pidfd|bpf|auto",
+	           "how a socket is set back: pidfd, through a pidfd_getfd copy from the journalled "
+	           "process (ptrace access); bpf, through a TCP iterator program, by the socket's "
+	           "cookie and inode in its journalled network namespace (CAP_BPF with "
+	           "CAP_PERFMON, or CAP_SYS_ADMIN); auto (default): each change by the path the "
+	           "journal says it took, a copy's through the iterator when no copy is given now "
+	           "and its cookie was journalled", NULL);
 	help_entry(f, "--help", "", NULL);
 	fprintf(f, "\n"
 	           "Exit status: 0 when every change asked for is undone, or had nothing left to\n"
@@ -78,8 +87,15 @@ enum cli_status revert_parse(int argc, char **argv, void *args, FILE *msg)
 			if (!v || !v[0])
 				return usage_error(msg, "revert --journal: missing PATH");
 			a->journal = v;
+		} else if (opt_value(argc, argv, &i, "--via", &v)) {
+			enum via w;
+			if (!v || via_parse(v, &w) != 0)
+				return usage_error(msg, "revert --via %s: pidfd, bpf or auto",
+				                   v ? v : "(missing)");
+			a->via = (int)w;
 		} else if (o[0] == '-') {
-			return usage_error(msg, "revert: unknown option %s (--journal PATH, ID or all)", o);
+			return usage_error(msg, "revert: unknown option %s (--journal PATH, --via, ID or "
+			                   "all)", o);
 		} else if (a->which) {
 			return usage_error(msg, "revert: one ID or all, not %s and %s", a->which, o);
 		} else {
@@ -120,19 +136,6 @@ static int refuse(const char *path, const struct journal_change *c, const char *
 	return -1;
 }
 
-/* The inodes of the other changes of c's option (connections journalled on their own: their
- * lines undo them, a listener's sweep leaves them) */
-static unsigned long long *others(const struct journal_change *all, int n,
-                                  const struct journal_change *c, int *nskip)
-{
-	unsigned long long *skip = malloc((size_t)(n > 0 ? n : 1) * sizeof *skip);
-	*nskip = 0;
-	for (int k = 0; skip && k < n; k++)
-		if (&all[k] != c && all[k].inode && strcmp(all[k].option, c->option) == 0)
-			skip[(*nskip)++] = all[k].inode;
-	return skip;
-}
-
 /* The socket of inode c->inode, its journalled process gone or not holding it at c->fd now,
  * still held by another (a child it was handed to, the workers that outlived their master:
  * an nginx binary upgrade) or by the same process at another descriptor: a copy through
@@ -167,9 +170,11 @@ static int holder_copy(const struct journal_change *c, int *held, int *held_by)
 }
 
 /* One change undone, left, or refused: its line on stdout, its mark in the journal unless
- * refused; 0 done or nothing to undo, -1 not */
+ * refused; 0 done or nothing to undo, -1 not.  By the path it was made by (the journal's
+ * via), or through the iterator where --via says so, or (auto) where a change a copy made
+ * gets no copy now and its cookie was journalled. */
 static int undo(int jfd, const char *path, const struct journal_change *all, int n,
-                const struct journal_change *c)
+                const struct journal_change *c, int via)
 {
 	if (c->unusable)
 		return refuse(path, c, c->unusable);
@@ -183,6 +188,15 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 		         known);
 		return refuse(path, c, why);
 	}
+	int bpf = strcmp(c->via, "bpf") == 0;
+	if (bpf && via == VIA_PIDFD)
+		return refuse(path, c, "changed through the TCP iterator, which --via pidfd refuses: "
+		              "--via bpf or auto");
+	if (!bpf && via == VIA_BPF && !c->cookie)
+		return refuse(path, c, "a copy's change with no cookie journalled: the TCP iterator "
+		              "cannot name its socket (--via pidfd or auto)");
+	if (bpf || via == VIA_BPF)
+		return revert_bpf(jfd, path, all, n, c, what);
 	int before = -1, after = -1, now = -1, rc = -1, err = 0, conns = -1;
 	char left[300] = "", note[400] = "";
 	int copy = sockcopy_open_proc(c->pid, c->start, c->fd, c->inode), held = 0, held_by = 0;
@@ -191,6 +205,11 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 		copy = holder_copy(c, &held, &held_by);
 		if (copy < 0)
 			errno = held ? errno : e;
+	}
+	if (copy < 0 && (errno == EPERM || errno == EACCES) && via == VIA_AUTO && c->cookie) {
+		char why[400];
+		if (it_usable(why, sizeof why))
+			return revert_bpf(jfd, path, all, n, c, what); /* (no copy: by its cookie) */
 	}
 	if (copy < 0 && held) {
 		err = errno; /* (held, not taken: no access to its holder; never "gone") */
@@ -221,7 +240,7 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 		if (rc == 0 && sockcopy_inherited(what) &&
 		    getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0 && accepting) {
 			int nskip;
-			unsigned long long *skip = others(all, n, c, &nskip);
+			unsigned long long *skip = revert_others(all, n, c, &nskip);
 			struct revert_sweep sw = {.opt = what, .pid = held_by > 0 ? held_by : c->pid,
 			                          .listener = copy, .applied = c->after,
 			                          .before = c->before,
@@ -316,9 +335,16 @@ static int lock(int jfd, const char *path)
 
 static void list(const struct journal_change *c)
 {
-	printf("socktune change=%s finding=%s kind=%s option=%s pid=%d fd=%d addr=%s before=%d "
-	       "after=%d time=%s", c->change[0] ? c->change : "?", c->finding, c->kind,
-	       c->option, c->pid, c->fd, c->addr, c->before, c->after, c->when);
+	printf("socktune change=%s finding=%s kind=%s option=%s", c->change[0] ? c->change : "?",
+	       c->finding, c->kind, c->option);
+	if (c->pid > 0)
+		printf(" pid=%d fd=%d", c->pid, c->fd);
+	printf(" addr=%s before=%d after=%d", c->addr, c->before, c->after);
+	if (c->via[0])
+		printf(" via=%s", c->via);
+	if (c->cookie)
+		printf(" cookie=%llu", c->cookie);
+	printf(" time=%s", c->when);
 	if (c->unusable)
 		printf(" error=\"journal line %ld: %s: revert leaves it\"", c->line, c->unusable);
 	printf("\n");
@@ -362,7 +388,7 @@ int revert_main(void *args)
 				fprintf(stderr, "socktune: revert %s: already reverted\n", c[k].change);
 			continue;
 		}
-		if (undo(jfd, path, c, n, &c[k]) != 0)
+		if (undo(jfd, path, c, n, &c[k], a->via) != 0)
 			status = 1;
 	}
 	if (a->which && strcmp(a->which, "all") != 0 && !matched) {

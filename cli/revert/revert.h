@@ -9,7 +9,19 @@
 struct revert_args {
 	const char *journal; /* --journal PATH (NULL: the default, journal.h) */
 	const char *which;   /* a change's id, "all", or NULL: list them, change nothing */
+	int via;             /* --via (enum via): auto, each change by its own path */
 };
+
+/* The inodes of the other changes of c's option in all[n] (connections journalled on their
+ * own: their lines undo them, a listener's sweep leaves them); malloc'd, *nskip of them */
+struct journal_change;
+unsigned long long *revert_others(const struct journal_change *all, int n,
+                                  const struct journal_change *c, int *nskip);
+/* revertbpf.c: change c (option what, ST_V_*) undone through the TCP iterator, by its cookie
+ * and inode in its journalled namespace: said, marked in the journal as undo() does; 0 done
+ * or nothing to undo, -1 not */
+int revert_bpf(int jfd, const char *path, const struct journal_change *all, int n,
+               const struct journal_change *c, int what);
 
 /* revertconn.c: the connections listener (a copy of it) accepted from the process pid
  * (started at start, in network namespace netns: 0 any) that hold the value applied of

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "host/diag.h"
+#include "journal.h"
 #include "revert/revert.h"
 #include "host/sockcopy.h"
 
@@ -113,4 +114,17 @@ int revert_conns(struct revert_sweep *s, char *err, size_t n)
 	free(hs.h);
 	free(f.ino);
 	return 0;
+}
+
+/* The inodes of the other changes of c's option (connections journalled on their own: their
+ * lines undo them, a listener's sweep leaves them) */
+unsigned long long *revert_others(const struct journal_change *all, int n,
+                                  const struct journal_change *c, int *nskip)
+{
+	unsigned long long *skip = malloc((size_t)(n > 0 ? n : 1) * sizeof *skip);
+	*nskip = 0;
+	for (int k = 0; skip && k < n; k++)
+		if (&all[k] != c && all[k].inode && strcmp(all[k].option, c->option) == 0)
+			skip[(*nskip)++] = all[k].inode;
+	return skip;
 }

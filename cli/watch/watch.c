@@ -90,10 +90,11 @@ static void on_listener(const struct diag_sock *s, void *ctx)
 	for (int k = 0; k < l->ninodes; k++)
 		known |= l->inodes[k] == s->inode;
 	if (!known) {
-		if (l->ninodes < WATCH_INODES)
-			l->inodes[l->ninodes++] = s->inode;
-		else /* (a large SO_REUSEPORT group: the oldest forgotten) */
-			l->inodes[s->inode % WATCH_INODES] = s->inode;
+		int at = l->ninodes < WATCH_INODES ? l->ninodes++
+		         : (int)(s->inode % WATCH_INODES); /* (a large SO_REUSEPORT group: the oldest
+		                                            * forgotten) */
+		l->inodes[at] = s->inode;
+		l->cookies[at] = s->cookie;
 		/* a PID or cgroup target decides whether it is shown, unless its port is a target;
 		 * a socket new to a known listener is a restart, or another program on the port:
 		 * its holder is looked up again (its name and the pid its fixes name) */
@@ -141,7 +142,7 @@ static void sample(struct watch *w)
 			/* an answer left half read would make the next request EBUSY: a new socket */
 			w->dump_errors++;
 			close(ns->nl);
-			ns->nl = diag_open(ns->pid);
+			ns->nl = watch_ns_diag(ns);
 			if (ns->nl < 0)
 				ns->nl = -1;
 		}

@@ -37,6 +37,7 @@ struct watch_args {
 	 * targets' (their inodes, from the files named), or all of the node's */
 	unsigned long long apply_netns[WATCH_APPLY_NETNS];
 	int napply_netns, apply_netns_all;
+	int via, via_given;   /* --via pidfd|bpf|auto (enum via, via.h) */
 	const char *targets[WATCH_MAX_TARGETS];
 	int ntargets;
 };
@@ -74,7 +75,9 @@ int watch_is_target(const struct watch *w, int pid);
 
 struct watch_ns {
 	unsigned long long ino;
-	int pid;            /* a process in it (0: ours) */
+	int pid;            /* a process in it (0: ours, or found by file alone) */
+	char file[128];     /* the /run/netns file it was found by, with no process this watch
+	                     * may read in it ("" none): entered through that file */
 	int nl;             /* its sock_diag socket */
 	int seen;           /* found by the latest scan */
 	long long overflows, drops; /* TcpExt ListenOverflows, ListenDrops now; -1 unreadable */
@@ -124,6 +127,7 @@ struct watch_listener {
 	unsigned char addr[16];
 	unsigned port;
 	unsigned long long inodes[WATCH_INODES];
+	unsigned long long cookies[WATCH_INODES]; /* (the same sockets' sock_diag cookies) */
 	int ninodes;
 	int want_ident;        /* a socket appeared whose holder is not looked up yet */
 	int known;             /* its identity is settled: it is shown */
@@ -190,8 +194,10 @@ struct watch_applied {  /* one socket of a listener that --apply changed, or tri
 	unsigned char addr[16];
 	unsigned port;
 	int opt, want;          /* the cure's option (ST_V_*) and value (findings.h's table) */
-	int pid, fd;            /* its holder (pid 0: none found) */
-	unsigned long long inode;
+	int pid, fd;            /* its holder (pid 0: none found; -1: none readable, the
+	                         * iterator's: by cookie) */
+	unsigned long long inode, cookie;
+	int via;                /* VIA_PIDFD, VIA_BPF: how it was changed, and is read */
 	int set;                /* the value set (-1: nothing changed, none to watch) */
 	int backed_off;         /* the socket has another value now: never applied again */
 	int out_of_scope;       /* in a namespace outside --apply's scope: said, not applied */
@@ -204,6 +210,8 @@ struct watch_applied {  /* one socket of a listener that --apply changed, or tri
 	unsigned long long judged; /* the connection sample judged last (w->conn_samples) */
 	int held_rounds, blind_rounds; /* judged: rounds that read the cure held, that read none */
 	int judge_done;            /* concluded (held, or no connection to read): judged no more */
+	int checked, read, gone, now; /* the iterator's entries, this window: looked at, read,
+	                               * not met (closed), the value read */
 };
 
 enum { WATCH_SCRAPE, WATCH_FILE };
@@ -247,6 +255,8 @@ struct watch {
 	struct watch_applied applied[WATCH_MAX_APPLIED];
 	unsigned long long applied_changes, backoffs; /* for the metrics */
 	int applied_full_said;
+	int no_iter;                  /* the iterator: 0 not asked yet, 1 usable, 2 not (why) */
+	char iter_why[400];
 	/* --apply's scope: watch's own namespace, the PID targets' and --apply-netns's (a
 	 * process of a PID or cgroup target puts its own in too, when its socket is changed) */
 	unsigned long long apply_scope[1 + WATCH_MAX_TARGETS + WATCH_APPLY_NETNS];
@@ -269,6 +279,44 @@ static inline int watch_applied_on(const struct watch_applied *a, const struct w
 	return a->ns_ino == l->ns_ino && a->port == l->port && a->family == l->family &&
 	       memcmp(a->addr, l->addr, 16) == 0;
 }
+
+/* The journal line (a record, the caller's to free) of one change of option opt on a
+ * socket of listener l: its finding, the values before and after, the holder (pid, fd; pid
+ * -1: none readable, left out), inode, address, peer (NULL: a listener), the path (VIA_*)
+ * and the socket's cookie (0: not known) */
+struct rec *watch_apply_rec(const struct watch_finding *f, const struct watch_listener *l,
+                            int opt, int before, int after, int pid, int fd,
+                            unsigned long long ino, const char *addr, const char *peer, int via,
+                            unsigned long long cookie);
+
+/* ---- watchbpf.c: --apply through the TCP iterator ---- */
+
+struct doc_rule;
+/* Whether the iterator can be used here (asked once; w->iter_why says why not) */
+int watch_bpf_ok(struct watch *w);
+/* One socket for watch_bpf_change: in, the holder (pid -1: none read), inode, cookie,
+ * family, address and peer ("" a listener); out, result (1 changed, 0 it held the value, -1
+ * not: said) and the value read back after */
+struct watch_bpf_item {
+	int pid, fd;
+	unsigned long long ino, cookie;
+	int family;
+	char addr[64], peer[64];
+	int result, after;
+};
+/* cure's value set on it[n], sockets of listener l (or its connections), through two runs
+ * of the iterator (the values before, then the change read back), each change journalled
+ * first and said; the number changed */
+int watch_bpf_change(struct watch *w, const struct watch_finding *f,
+                     const struct watch_listener *l, struct watch_bpf_item *it, int n,
+                     const struct doc_rule *cure);
+/* Option opt of the sockets cookies[n] (families[n]) of namespace ns_ino, read by one run
+ * (quiet: its line said only when it fails): values[k] (-1: not met, or not read); how many
+ * were read, or -1 when the run failed */
+int watch_bpf_read(struct watch *w, unsigned long long ns_ino, const unsigned long long *cookies,
+                   const int *families, int n, int opt, int *values, int quiet);
+/* The iterator's entries read, one run per namespace and option (checked, read, gone, now) */
+void watch_bpf_check(struct watch *w);
 
 /* watchhold.c: whether a cure on a listener reaches the connections it accepts since (an
  * option they inherit).  The connections it has now, remembered in a when it is applied: */
@@ -327,6 +375,11 @@ void watch_close_end(void);
 /* watchns.c: the namespaces of the targets (or of every process), added and dropped; 0 */
 void watch_scan_ns(struct watch *w);
 void watch_ns_counters(struct watch *w);
+/* A sock_diag socket made in ns (by its process, or its file), or -errno */
+int watch_ns_diag(const struct watch_ns *ns);
+/* TcpExt counter name of ns (its process's /proc/PID/net/netstat, or read from inside it
+ * when it was found by its file alone); -1 unreadable */
+long long watch_ns_counter(const struct watch_ns *ns, const char *name);
 void watch_ns_close(struct watch *w);
 
 /* watchprom.c: the text, for consumer c (WATCH_SCRAPE, WATCH_FILE); its peaks start again

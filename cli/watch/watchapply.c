@@ -41,6 +41,7 @@
 #include "findings/findings.h"
 #include "journal.h"
 #include "record.h"
+#include "via.h"
 #include "watch/watch.h"
 #include "host/sockcopy.h"
 
@@ -144,17 +145,20 @@ static void forget(struct watch_applied *a)
 }
 
 /* One socket changed to cure's value and journalled: 1 changed, 0 nothing to change (it
- * holds the value, or at least it), -1 failed (said) */
+ * holds the value, or at least it), -1 failed (said); -2 when quiet and the copy was
+ * refused for want of ptrace access (not said: the iterator may take it) */
 static int change(struct watch *w, const struct watch_finding *f, const struct watch_listener *l,
                   int pid, int fd, unsigned long long ino, const struct doc_rule *cure,
-                  const char *addr, const char *peer)
+                  const char *addr, const char *peer, unsigned long long cookie, int quiet)
 {
 	int before = -1, after = -1, opt = cure->option, v = cure->value;
 	int copy = sockcopy_open(pid, fd, ino);
+	if (copy < 0 && quiet && (errno == EPERM || errno == EACCES))
+		return -2;
 	if (copy < 0) {
 		fprintf(stderr, "socktune: watch --apply: %s %s: pid %d fd %d: %s%s\n", f->kind, addr,
 		        pid, fd, strerror(errno),
-		        errno == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
+		        errno == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE; or --via bpf)" : "");
 		return -1;
 	}
 	before = sockcopy_get(copy, opt);
@@ -164,24 +168,8 @@ static int change(struct watch *w, const struct watch_finding *f, const struct w
 	}
 	int rc = sockcopy_set(copy, opt, v), err = errno;
 	after = sockcopy_get(copy, opt);
-	struct rec *r = rec_new();
-	rec_str(r, K_EVENT, "apply");
-	char id[17];
-	journal_change_id(id, f->id, option_of(opt), pid, fd);
-	rec_str(r, K_JRN_CHANGE, id);
-	rec_str(r, K_JRN_FINDING, f->id);
-	rec_str(r, K_KIND, f->kind);
-	rec_str(r, K_CHK_OPTION, option_of(opt));
-	rec_int(r, K_JRN_BEFORE, before);
-	rec_known(r, K_JRN_AFTER, after);
-	rec_int(r, K_PID, pid);
-	rec_int(r, K_JRN_PID_START, (long long)sockcopy_start_of(pid));
-	rec_int(r, K_FD, fd);
-	rec_str(r, K_ADDR, addr);
-	if (peer)
-		rec_str(r, K_PEER, peer);
-	rec_int(r, K_NETNS, (long long)l->ns_ino);
-	rec_int(r, K_JRN_INODE, (long long)ino);
+	struct rec *r = watch_apply_rec(f, l, opt, before, after, pid, fd, ino, addr, peer, VIA_PIDFD,
+	                                cookie);
 	if (rc != 0 || after == before) {
 		fprintf(stderr, "socktune: watch --apply: %s %s: setting %s %d: %s\n", f->kind, addr,
 		        option_of(opt), v, rc != 0 ? strerror(err) : "the value did not change");
@@ -235,7 +223,7 @@ static int in_scope(const struct watch *w, unsigned long long ns, int pid)
 		if (w->apply_scope[k] == ns)
 			return 1;
 	/* (a target's own process, wherever it is: the operator named it) */
-	return watch_is_target(w, pid);
+	return pid > 0 && watch_is_target(w, pid);
 }
 
 /* A finding outside --apply's scope: said once for the listener (its finding's line has the
@@ -251,14 +239,19 @@ static void say_out_of_scope(struct watch *w, const struct watch_finding *f,
 	char why[200], note[400];
 	snprintf(why, sizeof why, "network namespace %llu is outside --apply's scope (watch's own "
 	         "namespace and its targets'): not applied", l->ns_ino);
-	snprintf(note, sizeof note, "the finding's line has the fix; watch --apply changes it with "
-	         "--apply-netns /proc/%d/ns/net (or /run/netns/NAME, or all)", pid);
+	if (pid > 0)
+		snprintf(note, sizeof note, "the finding's line has the fix; watch --apply changes it "
+		         "with --apply-netns /proc/%d/ns/net (or /run/netns/NAME, or all)", pid);
+	else
+		snprintf(note, sizeof note, "the finding's line has the fix; watch --apply changes it "
+		         "with --apply-netns /run/netns/NAME (or all)");
 	struct rec *r = rec_new();
 	rec_str(r, K_EVENT, "apply-out-of-scope");
 	rec_str(r, K_JRN_FINDING, f->id);
 	rec_str(r, K_KIND, f->kind);
 	rec_str(r, K_CHK_OPTION, option_of(opt));
-	rec_int(r, K_PID, pid);
+	if (pid > 0)
+		rec_int(r, K_PID, pid);
 	rec_str(r, K_ADDR, addr);
 	rec_int(r, K_NETNS, (long long)l->ns_ino);
 	rec_str(r, K_CHK_REASON, why);
@@ -267,21 +260,103 @@ static void say_out_of_scope(struct watch *w, const struct watch_finding *f,
 	rec_free(r);
 }
 
+/* Whether entry a is settled: a socket changed, tried, backed off from, out of scope or
+ * refused (an entry of pid 0, no holder found, is looked for again, never a bar) */
+static int settled(const struct watch_applied *a)
+{
+	return a && (a->pid != 0 || a->via == VIA_BPF || a->out_of_scope);
+}
+
+/* A socket the pidfd path does not change (--via bpf; auto: its copy refused, or no holder
+ * readable): whether the iterator takes it; else said once for its entry, never applied */
+static int iterator_takes(struct watch *w, const struct watch_finding *f,
+                          const struct watch_listener *l, struct watch_applied *a, int opt,
+                          const char *addr, int copy_refused)
+{
+	char why[900];
+	if (st_iter_how(opt) == ST_ITER_NONE)
+		snprintf(why, sizeof why, "not through the TCP iterator: %s", st_iter_why(opt));
+	else if (!watch_bpf_ok(w))
+		snprintf(why, sizeof why, "%s; the TCP iterator cannot be used here: %s (%s)",
+		         w->a->via == VIA_BPF ? "--via bpf"
+		         : copy_refused ? "the pidfd copy was refused (" VIA_PIDFD_NEEDS ")"
+		                        : "no process holding it could be read (" VIA_PIDFD_NEEDS ")",
+		         w->iter_why, VIA_BPF_NEEDS);
+	else
+		return 1;
+	struct rec *r = rec_new();
+	rec_str(r, K_EVENT, "apply-refused");
+	rec_str(r, K_JRN_FINDING, f->id);
+	rec_str(r, K_KIND, f->kind);
+	rec_str(r, K_CHK_OPTION, option_of(opt));
+	if (a->pid > 0)
+		rec_int(r, K_PID, a->pid);
+	rec_str(r, K_ADDR, addr);
+	rec_int(r, K_NETNS, (long long)l->ns_ino);
+	rec_str(r, K_VIA, via_name(w->a->via));
+	rec_str(r, K_CHK_REASON, why);
+	say(r);
+	rec_free(r);
+	a->out_of_scope = 1; /* (said; never applied to it) */
+	return 0;
+}
+
+/* An item for watch_bpf_change */
+static struct watch_bpf_item item(const struct holder *h, unsigned long long ino,
+                                  unsigned long long cookie, int family, const char *addr,
+                                  const char *peer)
+{
+	struct watch_bpf_item it = {.pid = h ? h->pid : -1, .fd = h ? h->fd : -1, .ino = ino,
+	                            .cookie = cookie, .family = family};
+	snprintf(it.addr, sizeof it.addr, "%s", addr);
+	snprintf(it.peer, sizeof it.peer, "%s", peer ? peer : "");
+	return it;
+}
+
+/* The connections of l the latest connection sample has, given the cure too (an option they
+ * inherit: those accepted before it was set on the listener have their own) */
+static void cure_connections(struct watch *w, const struct watch_finding *f,
+                             const struct watch_listener *l, const struct holders *hs,
+                             const struct doc_rule *cure)
+{
+	int n, m = 0, via = w->a->via;
+	const struct watch_conn *c = watch_conns(&n);
+	struct watch_bpf_item *items = calloc((size_t)(n > 0 ? n : 1), sizeof *items);
+	for (int k = 0; items && k < n; k++) {
+		if (c[k].l != l)
+			continue;
+		const struct holder *h = holders_find(hs, c[k].last.inode);
+		if (!in_scope(w, l->ns_ino, h ? h->pid : 0))
+			continue;
+		char here[64], peer[64];
+		diag_addr(c[k].last.family, c[k].last.src, c[k].last.sport, here, sizeof here);
+		diag_addr(c[k].last.family, c[k].last.dst, c[k].last.dport, peer, sizeof peer);
+		if (h && via != VIA_BPF &&
+		    change(w, f, l, h->pid, h->fd, h->ino, cure, here, peer, c[k].last.cookie,
+		           via == VIA_AUTO) != -2)
+			continue;
+		if (via == VIA_PIDFD || !c[k].last.cookie || st_iter_how(cure->option) == ST_ITER_NONE ||
+		    !watch_bpf_ok(w))
+			continue; /* (the listener's refusal said why) */
+		items[m++] = item(h, c[k].last.inode, c[k].last.cookie, c[k].last.family, here, peer);
+	}
+	if (m)
+		watch_bpf_change(w, f, l, items, m, cure);
+	free(items);
+}
+
 void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_listener *l)
 {
 	if (!w->a->apply || !l || f->rule < 0 || f->rule >= DOC_R_COUNT)
 		return;
 	const struct doc_rule *cure = &doc_rules[f->rule];
-	int opt = cure->option;
+	int opt = cure->option, via = w->a->via;
 	if (opt == DOC_NO_CURE)
 		return; /* (not an option's cure) */
-	/* the sockets to do: those with no entry, and those whose holder was not found (an
-	 * entry of pid 0 is looked for again, never a bar) */
+	/* the sockets to do: those with no entry, and those whose holder was not found */
 	int todo = 0;
-	for (int k = 0; k < l->ninodes; k++) {
-		const struct watch_applied *a = entry_of(w, opt, l->inodes[k]);
-		todo += !a || a->pid <= 0;
-	}
+	for (int k = 0; k < l->ninodes; k++)
+		todo += !settled(entry_of(w, opt, l->inodes[k]));
 	if (!todo)
 		return; /* (applied, failed, backed off from or out of scope: each socket once) */
 	char addr[64];
@@ -293,25 +368,26 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 	int held = 0;
 	if (l->service_pid > 0) {
 		holders_scan(&hs, &l->service_pid, 1);
-		for (int k = 0; k < l->ninodes; k++) {
-			const struct watch_applied *a = entry_of(w, opt, l->inodes[k]);
-			held += (!a || a->pid <= 0) && holders_find(&hs, l->inodes[k]) != NULL;
-		}
+		for (int k = 0; k < l->ninodes; k++)
+			held += !settled(entry_of(w, opt, l->inodes[k])) &&
+			        holders_find(&hs, l->inodes[k]) != NULL;
 	}
 	if (held < todo) {
 		free(hs.h);
 		memset(&hs, 0, sizeof hs);
 		holders_scan(&hs, NULL, 0);
 	}
-	int applied = 0, found = 0, orphans = 0;
+	int applied = 0, found = 0, orphans = 0, nit = 0;
+	struct watch_bpf_item items[WATCH_INODES];
+	struct watch_applied *ents[WATCH_INODES];
 	for (int k = 0; k < l->ninodes; k++) {
 		unsigned long long ino = l->inodes[k];
 		struct watch_applied *a = entry_of(w, opt, ino);
-		if (a && a->pid > 0)
+		if (settled(a))
 			continue;
 		const struct holder *h = holder_of(&hs, ino, l->service_pid);
-		if (!h) { /* (a socket closed since the listener's sample, or held out of sight:
-			   * an entry of pid 0, so that it is said once, looked for again) */
+		if (!h && via == VIA_PIDFD) { /* (a socket closed since the listener's sample, or
+			   * held out of sight: an entry of pid 0, said once, looked for again) */
 			orphans += !a;
 			if (!a && !entry_new(w, l, cure, ino))
 				break;
@@ -321,37 +397,56 @@ void watch_apply(struct watch *w, const struct watch_finding *f, struct watch_li
 			a = entry_new(w, l, cure, ino);
 		if (!a)
 			break;
-		found++;
-		a->pid = h->pid;
-		a->fd = h->fd;
-		if (!in_scope(w, l->ns_ino, h->pid)) {
-			say_out_of_scope(w, f, l, opt, h->pid, addr);
+		found += h != NULL;
+		a->pid = h ? h->pid : -1;
+		a->fd = h ? h->fd : -1;
+		a->cookie = l->cookies[k];
+		if (!in_scope(w, l->ns_ino, h ? h->pid : 0)) {
+			say_out_of_scope(w, f, l, opt, h ? h->pid : -1, addr);
 			a->out_of_scope = 1;
 			continue;
 		}
-		if (change(w, f, l, h->pid, h->fd, h->ino, cure, addr, NULL) >= 0) {
-			a->set = sockcopy_read(h->pid, h->fd, h->ino, opt);
-			if (sockcopy_inherited(opt) && !applied) /* (one socket judges the listener's) */
-				watch_hold_remember(w, l, a);
+		int rc = -2;
+		if (h && via != VIA_BPF) {
+			a->via = VIA_PIDFD;
+			rc = change(w, f, l, h->pid, h->fd, h->ino, cure, addr, NULL, l->cookies[k],
+			            via == VIA_AUTO);
+			if (rc >= 0) {
+				a->set = sockcopy_read(h->pid, h->fd, h->ino, opt);
+				if (sockcopy_inherited(opt) && !applied) /* (one socket judges the
+				                                          * listener's) */
+					watch_hold_remember(w, l, a);
+				applied++;
+			}
+			if (rc != -2)
+				continue;
+		}
+		/* the iterator: --via bpf, a copy refused (auto), no holder readable (auto) */
+		if (!a->cookie || !iterator_takes(w, f, l, a, opt, addr, rc == -2 && h)) {
+			a->out_of_scope = 1;
+			continue;
+		}
+		a->via = VIA_BPF;
+		ents[nit] = a;
+		items[nit++] = item(h, ino, a->cookie, l->family, addr, NULL);
+	}
+	if (nit) {
+		watch_bpf_change(w, f, l, items, nit, cure);
+		for (int j = 0; j < nit; j++) {
+			if (items[j].result < 0)
+				continue; /* (said; the entry stays: not tried again) */
+			ents[j]->set = items[j].after;
+			if (sockcopy_inherited(opt) && !applied)
+				watch_hold_remember(w, l, ents[j]);
 			applied++;
 		}
 	}
 	if (orphans && !found)
 		fprintf(stderr, "socktune: watch --apply: %s %s: no process holding it found (another "
-		        "pid namespace, or not visible to this user): not applied\n", f->kind, addr);
-	if (sockcopy_inherited(opt) && applied) { /* and the connections it has now */
-		int n;
-		const struct watch_conn *c = watch_conns(&n);
-		for (int k = 0; k < n; k++) {
-			const struct holder *h = c[k].l == l ? holders_find(&hs, c[k].last.inode) : NULL;
-			if (!h || !in_scope(w, l->ns_ino, h->pid))
-				continue;
-			char here[64], peer[64];
-			diag_addr(c[k].last.family, c[k].last.src, c[k].last.sport, here, sizeof here);
-			diag_addr(c[k].last.family, c[k].last.dst, c[k].last.dport, peer, sizeof peer);
-			change(w, f, l, h->pid, h->fd, h->ino, cure, here, peer);
-		}
-	}
+		        "pid namespace, or not visible to this user): not applied (--via bpf or auto "
+		        "reaches it without one)\n", f->kind, addr);
+	if (sockcopy_inherited(opt) && applied) /* and the connections it has now */
+		cure_connections(w, f, l, &hs, cure);
 	free(hs.h);
 }
 
@@ -372,25 +467,39 @@ static int listed(const struct watch *w, const struct watch_applied *a)
 
 void watch_apply_check(struct watch *w)
 {
+	for (int k = 0; k < WATCH_MAX_APPLIED; k++)
+		w->applied[k].checked = w->applied[k].read = w->applied[k].gone = 0;
+	watch_bpf_check(w); /* (the iterator's entries: a read per namespace) */
 	for (int k = 0; k < WATCH_MAX_APPLIED; k++) {
 		struct watch_applied *a = &w->applied[k];
 		if (!a->used)
 			continue;
 		/* gone: forgotten, whatever it was (a new socket there is a new entry).  One never
 		 * opened is gone when its listener no longer has it. */
-		if (a->pid <= 0 || a->out_of_scope) {
+		if ((a->pid <= 0 && a->via != VIA_BPF) || a->out_of_scope || a->set < 0) {
 			if (!listed(w, a))
 				forget(a);
 			continue;
 		}
-		int copy = sockcopy_open(a->pid, a->fd, a->inode);
-		if (copy < 0) {
-			if (errno == ESRCH || errno == ESTALE || errno == EBADF)
+		int now;
+		if (a->via == VIA_BPF) {
+			if (a->gone) {
 				forget(a);
-			continue;
+				continue;
+			}
+			if (!a->read)
+				continue;
+			now = a->now;
+		} else {
+			int copy = sockcopy_open(a->pid, a->fd, a->inode);
+			if (copy < 0) {
+				if (errno == ESRCH || errno == ESTALE || errno == EBADF)
+					forget(a);
+				continue;
+			}
+			now = sockcopy_get(copy, a->opt);
+			close(copy);
 		}
-		int now = sockcopy_get(copy, a->opt);
-		close(copy);
 		if (a->backed_off || a->set < 0 || now < 0)
 			continue;
 		if (now == a->set) {
@@ -406,8 +515,11 @@ void watch_apply_check(struct watch *w)
 		rec_str(r, K_CHK_OPTION, option_of(a->opt));
 		rec_int(r, K_JRN_SET, a->set);
 		rec_int(r, K_JRN_NOW, now);
-		rec_int(r, K_PID, a->pid);
-		rec_int(r, K_FD, a->fd);
+		if (a->pid > 0) {
+			rec_int(r, K_PID, a->pid);
+			rec_int(r, K_FD, a->fd);
+		}
+		rec_str(r, K_VIA, via_name(a->via));
 		rec_str(r, K_ADDR, addr);
 		rec_int(r, K_NETNS, (long long)a->ns_ino);
 		rec_int(r, K_JRN_INODE, (long long)a->inode);

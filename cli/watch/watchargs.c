@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "via.h"
 #include "watch/watch.h"
 
 void watch_help(FILE *f)
@@ -64,6 +65,15 @@ void watch_help(FILE *f)
 	           "with --apply, the network namespace of PATH (/run/netns/NAME, "
 	           "/proc/PID/ns/net) is in its scope too; all: every namespace of the node.  "
 	           "Repeatable", NULL);
+	help_entry(f, "--via pidfd|bpf|auto",
+	           "with --apply, how a socket is changed: pidfd, through a pidfd_getfd copy (the "
+	           "same uid and a dumpable target, or CAP_SYS_PTRACE); bpf, through a TCP "
+	           "iterator program made for the change, run once and closed, by the socket's "
+	           "sock_diag cookie (Linux 6.4 with BTF, CAP_BPF with CAP_PERFMON or "
+	           "CAP_SYS_ADMIN; no ptrace, no holder needed); auto (default): pidfd where the "
+	           "copy is given, else bpf.  The backlog cure needs pidfd: under bpf it is "
+	           "refused for that socket, said once.  The journal says which path each change "
+	           "took; revert takes the same", NULL);
 	help_entry(f, "--journal PATH",
 	           "with --apply, the journal of every change (one JSON line each, appended, "
 	           "fsync'd; socktune revert undoes them); default $STATE_DIRECTORY/journal.jsonl, "
@@ -161,6 +171,13 @@ enum cli_status watch_parse(int argc, char **argv, void *args, FILE *msg)
 			} else {
 				a->napply_netns++;
 			}
+		} else if (opt_value(argc, argv, &i, "--via", &v)) {
+			enum via w;
+			if (!v || via_parse(v, &w) != 0)
+				return usage_error(msg, "watch --via %s: pidfd, bpf or auto",
+				                   v ? v : "(missing)");
+			a->via = (int)w;
+			a->via_given = 1;
 		} else if (opt_value(argc, argv, &i, "--journal", &v)) {
 			if (!v || !*v)
 				return usage_error(msg, "watch --journal: %s", v ? "an empty value"
@@ -180,7 +197,7 @@ enum cli_status watch_parse(int argc, char **argv, void *args, FILE *msg)
 				return CLI_BAD;
 		} else if (o[0] == '-' && o[1]) {
 			return usage_error(msg, "watch: unknown option %s (--listen ADDR:PORT, --textfile "
-			                   "PATH, --every, --interval, --window, --apply, --apply-netns, --journal PATH, "
+			                   "PATH, --every, --interval, --window, --apply, --apply-netns, --via, --journal PATH, "
 			                   "--seconds)", o);
 		} else if (a->ntargets == WATCH_MAX_TARGETS) {
 			return usage_error(msg, "watch: at most %d targets", WATCH_MAX_TARGETS);
@@ -197,6 +214,9 @@ enum cli_status watch_parse(int argc, char **argv, void *args, FILE *msg)
 	if ((a->napply_netns || a->apply_netns_all) && !a->apply)
 		return usage_error(msg, "watch --apply-netns: widens what --apply may change; without "
 		                   "--apply watch changes nothing");
+	if (a->via_given && !a->apply)
+		return usage_error(msg, "watch --via: how --apply reaches a socket; without --apply "
+		                   "watch changes nothing");
 	if (a->journal && !a->apply)
 		return usage_error(msg, "watch --journal: journals what --apply changes; without "
 		                   "--apply watch changes nothing");

@@ -293,7 +293,7 @@ void watch_conn_sample(struct watch *w, double now)
 			/* (the answer left half read: a new socket, as the listener sample does) */
 			w->dump_errors++;
 			close(ns->nl);
-			ns->nl = diag_open(ns->pid);
+			ns->nl = watch_ns_diag(ns);
 			if (ns->nl < 0)
 				ns->nl = -1;
 		}

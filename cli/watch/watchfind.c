@@ -45,15 +45,8 @@ static const int counter_index[3] = {C_LISTEN_OVERFLOWS, C_LISTEN_DROPS, C_SYN_R
 
 static void ns_counters(const struct watch_ns *ns, long long *out)
 {
-	char path[64];
-	if (ns->pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/net/netstat", ns->pid);
-	else
-		snprintf(path, sizeof path, "/proc/thread-self/net/netstat");
-	for (int k = 0; k < 3; k++) {
-		long long v = st_proc_counter(path, "TcpExt:", counter_names[k]);
-		out[k] = v < 0 ? -1 : v;
-	}
+	for (int k = 0; k < 3; k++)
+		out[k] = watch_ns_counter(ns, counter_names[k]);
 }
 
 void watch_window_start(struct watch *w)
@@ -287,7 +280,7 @@ static int ns_in(struct shared_window *d, struct watch *w, const struct watch_li
 		ns->ino = wn->ino;
 		ns->pid = wn->pid;
 		ns->nl = -1;
-		ns->ours = wn->pid == 0;
+		ns->ours = wn->pid == 0 && !wn->file[0];
 		for (int c = 0; c < C_COUNT; c++)
 			ns->start[c] = ns->end[c] = -1;
 		for (int c = 0; c < 3; c++) {

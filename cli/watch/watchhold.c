@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "record.h"
+#include "via.h"
 #include "watch/watch.h"
 #include "host/sockcopy.h"
 
@@ -152,6 +153,63 @@ static void say_reset(const struct watch_applied *a, int n, int read)
 	rec_free(r);
 }
 
+/* The connections of a's listener accepted since its cure (c[n]), read through pidfd_getfd
+ * copies from their holders: *read of them read, *reset holding another value */
+static int newer(const struct watch_applied *a, const struct watch_conn *c)
+{
+	return c->l && watch_applied_on(a, c->l) && !older(a, c->last.inode);
+}
+
+static void read_copies(const struct watch_applied *a, const struct watch_conn *c, int n,
+                        int *read, int *reset)
+{
+	/* their holders: the listener's, else (a prefork worker's) every process's */
+	struct holders hs = {0};
+	int found = 0, tried = 0;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		free(hs.h);
+		memset(&hs, 0, sizeof hs);
+		holders_scan(&hs, pass ? NULL : &a->pid, pass ? 0 : 1);
+		for (int k = 0; k < n; k++)
+			found += newer(a, &c[k]) && holders_find(&hs, c[k].last.inode);
+	}
+	for (int k = 0; k < n && tried < JUDGE_READ_MAX; k++) {
+		const struct holder *h = newer(a, &c[k]) ? holders_find(&hs, c[k].last.inode) : NULL;
+		if (!h)
+			continue;
+		tried++;
+		int copy = sockcopy_open(h->pid, h->fd, h->ino);
+		if (copy < 0)
+			continue;
+		int v = sockcopy_get(copy, a->opt);
+		close(copy);
+		*read += v >= 0;
+		*reset += v >= 0 && v != a->set;
+	}
+	free(hs.h);
+}
+
+/* The same through the iterator, by their cookies (a cure it set: no holder read); -1 when
+ * its run failed (said) */
+static int read_iterator(struct watch *w, const struct watch_applied *a,
+                         const struct watch_conn *c, int n, int *read, int *reset)
+{
+	unsigned long long cookies[JUDGE_READ_MAX] = {0};
+	int fam[JUDGE_READ_MAX] = {0}, vals[JUDGE_READ_MAX], m = 0;
+	for (int k = 0; k < n && m < JUDGE_READ_MAX; k++)
+		if (newer(a, &c[k]) && c[k].last.cookie) {
+			cookies[m] = c[k].last.cookie;
+			fam[m++] = c[k].last.family;
+		}
+	if (watch_bpf_read(w, a->ns_ino, cookies, fam, m, a->opt, vals, 1) < 0)
+		return -1;
+	for (int k = 0; k < m; k++) {
+		*read += vals[k] >= 0;
+		*reset += vals[k] >= 0 && vals[k] != a->set;
+	}
+	return 0;
+}
+
 void watch_hold_judge(struct watch *w, struct watch_applied *a)
 {
 	if (!judging(a) || a->judged == w->conn_samples)
@@ -163,39 +221,16 @@ void watch_hold_judge(struct watch *w, struct watch_applied *a)
 			return;
 	}
 	a->judged = w->conn_samples;
-	int n, newer = 0;
+	int n, any = 0, read = 0, reset = 0;
 	const struct watch_conn *c = watch_conns(&n);
-	for (int k = 0; k < n; k++)
-		newer += c[k].l && watch_applied_on(a, c[k].l) && !older(a, c[k].last.inode);
-	if (!newer)
+	for (int k = 0; k < n && !any; k++)
+		any = newer(a, &c[k]);
+	if (!any)
 		return;
-	/* their holders: the listener's, else (a prefork worker's) every process's */
-	struct holders hs = {0};
-	int found = 0, read = 0, reset = 0, tried = 0;
-	for (int pass = 0; pass < 2 && !found; pass++) {
-		free(hs.h);
-		memset(&hs, 0, sizeof hs);
-		holders_scan(&hs, pass ? NULL : &a->pid, pass ? 0 : 1);
-		for (int k = 0; k < n; k++)
-			found += c[k].l && watch_applied_on(a, c[k].l) && !older(a, c[k].last.inode) &&
-			         holders_find(&hs, c[k].last.inode);
-	}
-	for (int k = 0; k < n && tried < JUDGE_READ_MAX; k++) {
-		if (!c[k].l || !watch_applied_on(a, c[k].l) || older(a, c[k].last.inode))
-			continue;
-		const struct holder *h = holders_find(&hs, c[k].last.inode);
-		if (!h)
-			continue;
-		tried++;
-		int copy = sockcopy_open(h->pid, h->fd, h->ino);
-		if (copy < 0)
-			continue;
-		int v = sockcopy_get(copy, a->opt);
-		close(copy);
-		read += v >= 0;
-		reset += v >= 0 && v != a->set;
-	}
-	free(hs.h);
+	if (a->via != VIA_BPF)
+		read_copies(a, c, n, &read, &reset);
+	else if (read_iterator(w, a, c, n, &read, &reset) != 0)
+		return;
 	if (!reset) {
 		if (read)
 			a->held_rounds++;

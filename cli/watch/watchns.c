@@ -6,6 +6,8 @@
  * /proc/PID/net/netstat (TcpExt) and /proc/PID/net/snmp (Tcp) of a process in it. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +25,40 @@ static struct watch_ns *find(struct watch *w, unsigned long long ino)
 	return NULL;
 }
 
-/* Namespace ino, where pid is (0: ours), seen by this scan: added when new */
-static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long long mine)
+/* Whether a /run/netns file's namespace is to be marked seen: new, or known by file alone
+ * (one a process of which was seen keeps that process) */
+static int find_or_new(struct watch *w, unsigned long long ino)
+{
+	const struct watch_ns *ns = find(w, ino);
+	return !ns || !ns->seen;
+}
+
+int watch_ns_diag(const struct watch_ns *ns)
+{
+	if (ns->pid > 0 || !ns->file[0])
+		return diag_open(ns->pid);
+	int fd = open(ns->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int nl = diag_open_netns(fd);
+	close(fd);
+	return nl;
+}
+
+/* Namespace ino, where pid is (0: ours; -1: none known, found by file), seen by this scan:
+ * added when new */
+static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long long mine,
+                 const char *file)
 {
 	struct watch_ns *ns = find(w, ino);
 	if (ns) {
-		if (!ns->seen)
-			ns->pid = ino == mine ? 0 : pid; /* (the one it had may have exited) */
+		if (!ns->seen && pid >= 0) { /* (the one it had may have exited) */
+			ns->pid = ino == mine ? 0 : pid;
+			ns->file[0] = '\0';
+		} else if (!ns->seen) { /* (no process of it readable now: its file) */
+			ns->pid = 0;
+			snprintf(ns->file, sizeof ns->file, "%s", file);
+		}
 		ns->seen = 1;
 		return;
 	}
@@ -44,12 +73,14 @@ static void seen(struct watch *w, unsigned long long ino, int pid, unsigned long
 	ns = &w->ns[w->nns++];
 	memset(ns, 0, sizeof *ns);
 	ns->ino = ino;
-	ns->pid = ino == mine ? 0 : pid;
+	ns->pid = ino == mine || pid < 0 ? 0 : pid;
+	if (pid < 0)
+		snprintf(ns->file, sizeof ns->file, "%s", file);
 	ns->seen = 1;
 	ns->overflows = ns->drops = ns->passive_opens = -1;
 	ns->w_start[0] = ns->w_start[1] = ns->w_start[2] = -1; /* (its first window is not judged) */
 	ns->somaxconn = -2;
-	ns->nl = diag_open(ns->pid);
+	ns->nl = watch_ns_diag(ns);
 	if (ns->nl < 0) {
 		if (ns->nl != -ENOENT && ns->nl != -ESRCH)
 			fprintf(stderr, "socktune: watch: the network namespace %llu (of pid %d) is not "
@@ -121,11 +152,11 @@ void watch_scan_ns(struct watch *w)
 		for (int k = 0; k < w->npids; k++) {
 			unsigned long long ino = netns_of(w->pids[k]);
 			if (ino)
-				seen(w, ino, w->pids[k], mine);
+				seen(w, ino, w->pids[k], mine, NULL);
 		}
 	} else {
 		if (mine)
-			seen(w, mine, 0, mine);
+			seen(w, mine, 0, mine, NULL);
 		DIR *proc = opendir("/proc");
 		int denied = 0, example = 0;
 		for (struct dirent *e; proc && (e = readdir(proc));) {
@@ -136,7 +167,7 @@ void watch_scan_ns(struct watch *w)
 			errno = 0;
 			unsigned long long ino = netns_of((int)pid);
 			if (ino)
-				seen(w, ino, (int)pid, mine);
+				seen(w, ino, (int)pid, mine, NULL);
 			else if (errno == EACCES || errno == EPERM) {
 				denied++;
 				example = example ? example : (int)pid;
@@ -144,6 +175,21 @@ void watch_scan_ns(struct watch *w)
 		}
 		if (proc)
 			closedir(proc);
+		/* the namespaces ip netns and container runtimes keep in /run/netns: opened with
+		 * no ptrace access to any process in them (those of other users' pods, where
+		 * /proc/PID/ns/net is refused) */
+		DIR *run = opendir("/run/netns");
+		for (struct dirent *e; run && (e = readdir(run));) {
+			char path[128];
+			struct stat st;
+			if (e->d_name[0] == '.' ||
+			    (size_t)snprintf(path, sizeof path, "/run/netns/%s", e->d_name) >= sizeof path ||
+			    stat(path, &st) != 0 || !find_or_new(w, (unsigned long long)st.st_ino))
+				continue;
+			seen(w, (unsigned long long)st.st_ino, -1, mine, path);
+		}
+		if (run)
+			closedir(run);
 		/* a namespace only such processes are in is not found at all: said, not left out
 		 * in silence */
 		if (denied && !w->ns_denied_said++) {
@@ -168,28 +214,47 @@ void watch_scan_ns(struct watch *w)
 	w->nns = kept;
 }
 
-/* A counter of pid's namespace: file "netstat" (TcpExt) or "snmp" (Tcp), line prefix */
-static long long counter(int pid, const char *file, const char *prefix, const char *name)
+/* A counter of ns: file "netstat" (TcpExt) or "snmp" (Tcp), line prefix; its process's
+ * /proc/PID/net, or read from inside it when it was found by its file alone */
+static long long counter(const struct watch_ns *ns, const char *file, const char *prefix,
+                         const char *name)
 {
 	char path[64];
-	if (pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/net/%s", pid, file);
-	else
+	int self = DIAG_SAME_NS;
+	if (ns->pid > 0) {
+		snprintf(path, sizeof path, "/proc/%d/net/%s", ns->pid, file);
+	} else {
+		/* (thread-self's net is the namespace the thread is in: entered by its file) */
 		snprintf(path, sizeof path, "/proc/thread-self/net/%s", file);
+		if (ns->file[0]) {
+			int fd = open(ns->file, O_RDONLY | O_CLOEXEC);
+			self = fd >= 0 ? diag_enter_fd(fd) : -errno;
+			if (fd >= 0)
+				close(fd);
+			if (self < 0 && self != DIAG_SAME_NS)
+				return -1;
+		}
+	}
 	long long v = st_proc_counter(path, prefix, name);
+	diag_leave(self);
 	return v < 0 ? -1 : v;
+}
+
+long long watch_ns_counter(const struct watch_ns *ns, const char *name)
+{
+	return counter(ns, "netstat", "TcpExt:", name);
 }
 
 void watch_ns_counters(struct watch *w)
 {
 	for (int k = 0; k < w->nns; k++) {
 		struct watch_ns *ns = &w->ns[k];
-		ns->overflows = counter(ns->pid, "netstat", "TcpExt:", "ListenOverflows");
-		ns->drops = counter(ns->pid, "netstat", "TcpExt:", "ListenDrops");
+		ns->overflows = counter(ns, "netstat", "TcpExt:", "ListenOverflows");
+		ns->drops = counter(ns, "netstat", "TcpExt:", "ListenDrops");
 		/* every connection a listener of the namespace completed the handshake for (the
 		 * kernel counts it as it makes the child socket, accepted or not, however short
 		 * its life): the churn a periodic dump of the open ones cannot see */
-		ns->passive_opens = counter(ns->pid, "snmp", "Tcp:", "PassiveOpens");
+		ns->passive_opens = counter(ns, "snmp", "Tcp:", "PassiveOpens");
 	}
 }
 

@@ -17,6 +17,13 @@
  *                                  (left: the call's program, map and link still in the
  *                                  kernel after it returned, by their ids; named: programs
  *                                  and maps of the call's name and links to them)
+ *   iterprobe ids PROG MAP LINK    whether the kernel still has those objects (by id, as
+ *                                  socktune's event=iterator line names them):
+ *                                    left prog=0|1 map=0|1 link=0|1
+ *   iterprobe named                the programs and maps named as the command's runs name
+ *                                  theirs (socktune_iter; this helper's own are st_iterprobe),
+ *                                  and the links to such programs: "prog ID", "map ID",
+ *                                  "link ID" a line
  *   iterprobe bench NPAIRS [RUNS]  in this namespace: a listener and NPAIRS loopback
  *                                  connections, then RUNS (default 5) calls setting
  *                                  TCP_NODELAY on one socket, and RUNS on all of them:
@@ -37,7 +44,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-/* the path as the command links it, and the sock_diag reader, included whole */
+/* the path as the command links it, and the sock_diag reader, included whole; its runs
+ * named apart from the command's (socktune_iter), so that a test of this file counts its own
+ * by name while socktune runs in another test beside it */
+#define BI_PROG_NAME "st_iterprobe"
+#define SOCKTUNE_ITER_NAME "socktune_iter"
 #include "host/bpfiter.c"
 #include "host/bpfiterprog.c"
 #include "host/btf.c"
@@ -73,7 +84,8 @@ static const struct { const char *name; int level, optname; } names[] = {
 static int usage(void)
 {
 	fprintf(stderr, "usage: iterprobe probe | cookies LPORT [RPORT] | "
-	        "set [-n NETNS] [-r] COOKIE OPTS... | bench NPAIRS [RUNS]\n");
+	        "set [-n NETNS] [-r] COOKIE OPTS... | ids PROG MAP LINK | named | "
+	        "bench NPAIRS [RUNS]\n");
 	return 2;
 }
 
@@ -158,8 +170,9 @@ static int info_of(int get_fd_cmd, unsigned id, void *info, unsigned len)
 	return r;
 }
 
-/* programs and maps named as ours, and links to such a program or to prog_id */
-static int named_left(unsigned prog_id)
+/* programs and maps named name, and links to such a program or to prog_id (print: each
+ * one, a line) */
+static int named_list(const char *want, unsigned prog_id, int print)
 {
 	int count = 0;
 	unsigned id = 0;
@@ -171,8 +184,11 @@ static int named_left(unsigned prog_id)
 		id = a.next_id;
 		struct st_bpf_prog_info p;
 		if (info_of(ST_BPF_PROG_GET_FD_BY_ID, id, &p, sizeof p) == 0 &&
-		    strncmp(p.name, BI_PROG_NAME, sizeof p.name) == 0)
+		    strncmp(p.name, want, sizeof p.name) == 0) {
 			count++;
+			if (print)
+				printf("prog %u\n", id);
+		}
 	}
 	id = 0;
 	for (int guard = 0; guard < 1000000; guard++) {
@@ -182,8 +198,11 @@ static int named_left(unsigned prog_id)
 		id = a.next_id;
 		struct st_bpf_map_info m;
 		if (info_of(ST_BPF_MAP_GET_FD_BY_ID, id, &m, sizeof m) == 0 &&
-		    strncmp(m.name, BI_PROG_NAME, sizeof m.name) == 0)
+		    strncmp(m.name, want, sizeof m.name) == 0) {
 			count++;
+			if (print)
+				printf("map %u\n", id);
+		}
 	}
 	id = 0;
 	for (int guard = 0; guard < 1000000; guard++) {
@@ -195,8 +214,11 @@ static int named_left(unsigned prog_id)
 		char name[32];
 		if (info_of(LINK_GET_FD_BY_ID, id, &l, sizeof l) == 0 &&
 		    (l.prog_id == prog_id ||
-		     (cg_prog_name(l.prog_id, name, sizeof name) == 0 && strcmp(name, BI_PROG_NAME) == 0)))
+		     (cg_prog_name(l.prog_id, name, sizeof name) == 0 && strcmp(name, want) == 0))) {
 			count++;
+			if (print)
+				printf("link %u\n", id);
+		}
 	}
 	return count;
 }
@@ -288,7 +310,7 @@ static int set(int argc, char **argv)
 	printf("left prog=%d map=%d link=%d named=%d ids=%u,%u,%u\n",
 	       still_there(ST_BPF_PROG_GET_FD_BY_ID, run.prog_id),
 	       still_there(ST_BPF_MAP_GET_FD_BY_ID, run.map_id),
-	       still_there(LINK_GET_FD_BY_ID, run.link_id), named_left(run.prog_id), run.prog_id,
+	       still_there(LINK_GET_FD_BY_ID, run.link_id), named_list(BI_PROG_NAME, run.prog_id, 0), run.prog_id,
 	       run.map_id, run.link_id);
 	if (rc != 0) {
 		printf("error %s\n", err);
@@ -390,6 +412,17 @@ int main(int argc, char **argv)
 		return cookies((unsigned)atoi(argv[2]), argc > 3 ? (unsigned)atoi(argv[3]) : 0);
 	if (argc >= 2 && strcmp(argv[1], "set") == 0)
 		return set(argc - 2, argv + 2);
+	if (argc == 5 && strcmp(argv[1], "ids") == 0) {
+		printf("left prog=%d map=%d link=%d\n",
+		       still_there(ST_BPF_PROG_GET_FD_BY_ID, (unsigned)strtoul(argv[2], NULL, 10)),
+		       still_there(ST_BPF_MAP_GET_FD_BY_ID, (unsigned)strtoul(argv[3], NULL, 10)),
+		       still_there(LINK_GET_FD_BY_ID, (unsigned)strtoul(argv[4], NULL, 10)));
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "named") == 0) {
+		named_list(SOCKTUNE_ITER_NAME, 0, 1);
+		return 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
 		return bench(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
 	return usage();

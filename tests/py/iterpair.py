@@ -17,6 +17,7 @@ import argparse, ctypes, json, os, socket, struct, sys, threading, time
 
 TCP_INFO = 11
 SO_PRIORITY = 12
+TCP_DELACK_MAX_US = 46
 
 
 def own(s):
@@ -25,7 +26,12 @@ def own(s):
     # fackets last_data_sent last_ack_sent last_data_recv last_ack_recv pmtu rcv_ssthresh rtt
     # rttvar snd_ssthresh snd_cwnd ...
     u32 = struct.unpack_from("<" + "I" * 19, info, 8)
+    try:
+        delack = s.getsockopt(socket.IPPROTO_TCP, TCP_DELACK_MAX_US)
+    except OSError:  # (before Linux 6.15)
+        delack = None
     return {"nodelay": s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+            "delack_max_us": delack,
             "rcvbuf": s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
             "priority": s.getsockopt(socket.SOL_SOCKET, SO_PRIORITY),
             "ssthresh": u32[17], "cwnd": u32[18]}

@@ -1,12 +1,14 @@
-"""A keep-alive client on one connection:  kaget.py PORT GOFILE OUTFILE [N]
+"""A keep-alive client on one connection:  kaget.py PORT GOFILE OUTFILE [N [HOST]]
 N requests (default 10), then "before=K" in OUTFILE (K: those over 30 ms: the stall is a 40 ms delayed ACK, and a loaded machine makes a cured request 20 ms now and then); then, once
 GOFILE exists (at most 10 s), N more: "after=K" and "nodelay=V" (the server's TCP_NODELAY,
-as its last answer said).  Each request is one write; each answer is read in full."""
+as its last answer said).  Each request is one write; each answer is read in full.  HOST:
+127.0.0.1 unless given (::1)."""
 import os, socket, sys, time
 
 port, go, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 n = int(sys.argv[4]) if len(sys.argv) > 4 else 10
-s = socket.create_connection(("127.0.0.1", port), timeout=5)
+host = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+s = socket.create_connection((host, port), timeout=5)
 last = b""
 
 
