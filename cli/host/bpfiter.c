@@ -10,8 +10,6 @@
  * descriptor, and a map a grace period after the last program that used it (waited for):
  * nothing of the call stays in the kernel. */
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +22,7 @@
 #include "host/bpfhost.h"
 #include "host/bpfiter.h"
 #include "host/btf.h"
+#include "host/diag.h"
 #include "socktune_host.h"
 
 /* The bpf(2) ABI this file adds to bpf_abi.h's */
@@ -308,48 +307,40 @@ static int drain(int iter, const struct call *c, struct bi_run *run, char *err, 
 /* An iterator made in the namespace netns (-1: ours): its descriptor, or -1 with err */
 static int iter_in(int netns, int link, char *err, size_t n)
 {
-	int self = -1;
-	if (netns >= 0) {
-		self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (self < 0 || setns(netns, CLONE_NEWNET) != 0) {
-			int e = errno;
-			snprintf(err, n, "entering the network namespace: %s%s", strerror(e),
-			         e == EPERM ? " (it needs CAP_SYS_ADMIN)" : "");
-			if (self >= 0)
-				close(self);
-			return -1;
-		}
+	int self = diag_enter_fd(netns);
+	if (self < 0 && self != DIAG_SAME_NS) {
+		snprintf(err, n, "entering the network namespace: %s%s", strerror(-self),
+		         -self == EPERM ? " (it needs CAP_SYS_ADMIN)" : "");
+		errno = -self;
+		return -1;
 	}
 	struct bi_iter_create a = {.link_fd = (uint32_t)link};
 	int fd = (int)cg_bpf(BI_ITER_CREATE, &a, sizeof a), e = errno;
 	if (fd < 0)
 		snprintf(err, n, "making the iterator: %s", strerror(e));
-	if (self >= 0) {
-		/* back where this thread was (it can only fail if that namespace were gone) */
-		if (setns(self, CLONE_NEWNET) != 0) {
-			e = errno;
-			snprintf(err, n, "returning to this thread's own network namespace: %s", strerror(e));
-			if (fd >= 0)
-				close(fd);
-			fd = -1;
-		}
-		close(self);
-	}
+	diag_leave(self); /* (back where this thread was, or the process ends) */
 	errno = e;
 	return fd;
 }
 
 /* A map lives on after its last descriptor while a program that used it is not yet freed:
  * the kernel drops a program's maps an RCU grace period after the program (some 10-20 ms
- * here, under load).  Wait for map id to be gone, at most BI_MAP_WAIT_MS. */
+ * here, under load).  Wait for map id to be gone, at most BI_MAP_WAIT_MS.  Only ENOENT says
+ * gone; a lookup refused (EPERM: it needs CAP_SYS_ADMIN, which CAP_BPF alone is not) sees
+ * nothing, and the wait is then a fixed BI_MAP_GRACE_MS, some grace periods' worth. */
 #define BI_MAP_WAIT_MS 2000
+#define BI_MAP_GRACE_MS 100
 static void map_gone(unsigned id)
 {
 	for (int ms = 0; id && ms < BI_MAP_WAIT_MS; ms++) {
 		struct st_bpf_get_id a = {.id = id};
 		int fd = (int)cg_bpf(ST_BPF_MAP_GET_FD_BY_ID, &a, sizeof a);
-		if (fd < 0)
-			return; /* (ENOENT: gone) */
+		if (fd < 0 && errno == ENOENT)
+			return;
+		if (fd < 0) {
+			nanosleep(&(struct timespec){.tv_nsec = BI_MAP_GRACE_MS * 1000000L}, NULL);
+			return;
+		}
 		close(fd);
 		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 	}

@@ -83,13 +83,18 @@ int diag_enter(int pid)
 	return err ? -err : self;
 }
 
-int diag_leave(int self)
+void diag_leave(int self)
 {
 	if (self == DIAG_SAME_NS)
-		return 0;
-	int rc = setns(self, CLONE_NEWNET); /* (cannot fail: it is where we were) */
+		return;
+	/* It is where this thread was, held open: only ENOMEM could refuse it.  A thread left in
+	 * the target's namespace would read, set and report there as if it were ours: end. */
+	if (setns(self, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "socktune: returning to its own network namespace: %s: stopped\n",
+		        strerror(errno));
+		_exit(70); /* (EX_SOFTWARE) */
+	}
 	close(self);
-	return rc;
 }
 
 int diag_enter_fd(int netns_fd)
@@ -115,12 +120,7 @@ static int socket_here(int self, int type)
 		return self;
 	int fd = socket(AF_NETLINK, type | SOCK_CLOEXEC, NETLINK_SOCK_DIAG_);
 	int err = fd < 0 ? errno : 0;
-	if (diag_leave(self) != 0) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
+	diag_leave(self);
 	return fd >= 0 ? fd : -err;
 }
 
@@ -130,7 +130,7 @@ int diag_socket_in(int pid, int type)
 }
 
 /* fd (or -errno) with the receive timeout every dump is read with */
-static int timed(int fd)
+static int with_timeout(int fd)
 {
 	if (fd >= 0) {
 		struct timeval tv = {.tv_sec = DIAG_TIMEOUT_S};
@@ -141,12 +141,12 @@ static int timed(int fd)
 
 int diag_open(int pid)
 {
-	return timed(diag_socket_in(pid, SOCK_DGRAM));
+	return with_timeout(diag_socket_in(pid, SOCK_DGRAM));
 }
 
 int diag_open_netns(int netns_fd)
 {
-	return timed(socket_here(diag_enter_fd(netns_fd), SOCK_DGRAM));
+	return with_timeout(socket_here(diag_enter_fd(netns_fd), SOCK_DGRAM));
 }
 
 void diag_addr(int family, const unsigned char *a, unsigned port, char *out, size_t n)

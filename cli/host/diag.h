@@ -91,7 +91,7 @@ int diag_enter_fd(int netns_fd);
  * (DIAG_SAME_NS when it is ours already), or -errno; and back. */
 #define DIAG_SAME_NS (-100000)
 int diag_enter(int pid);
-int diag_leave(int self);
+void diag_leave(int self); /* (back, or the process ends: 70) */
 /* Whether a listener on (lfamily, laddr, lport) takes a connection to (family, addr, port):
  * 2 on the same address, 1 on a wildcard one of a family that takes it (an IPv6 wildcard
  * takes IPv4 connections too, as IPv6 sockets), 0 not. */
