@@ -189,6 +189,43 @@ static int holds(int netns_fd, struct inodes *in)
 	return in->hit;
 }
 
+/* The first namespace of RUN_NETNS that match takes: *fd (open) and name set, 0; or -1 */
+static int run_netns_find(int (*match)(int ns, void *arg), void *arg, int *fd, char *name,
+                          size_t nn)
+{
+	char path[PATH_MAX];
+	DIR *d = opendir(RUN_NETNS);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", RUN_NETNS, e->d_name);
+		int ns = open(path, O_RDONLY | O_CLOEXEC);
+		if (ns < 0)
+			continue;
+		if (match(ns, arg)) {
+			closedir(d);
+			*fd = ns;
+			snprintf(name, nn, "%s", path);
+			return 0;
+		}
+		close(ns);
+	}
+	if (d)
+		closedir(d);
+	return -1;
+}
+
+static int match_holds(int ns, void *arg)
+{
+	return holds(ns, arg);
+}
+
+static int match_ino(int ns, void *arg)
+{
+	struct stat st;
+	return fstat(ns, &st) == 0 && (unsigned long long)st.st_ino == *(unsigned long long *)arg;
+}
+
 static int same_as_ours(int fd)
 {
 	struct stat a, b;
@@ -225,25 +262,10 @@ int pid_netns(int pid, int *fd, char *name, size_t nn, char *why, size_t wn)
 		snprintf(name, nn, "this process's");
 		return 0;
 	}
-	DIR *d = opendir(RUN_NETNS);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", RUN_NETNS, e->d_name);
-		ns = open(path, O_RDONLY | O_CLOEXEC);
-		if (ns >= 0 && holds(ns, &in)) {
-			closedir(d);
-			*fd = ns;
-			snprintf(name, nn, "%s", path);
-			return 0;
-		}
-		if (ns >= 0)
-			close(ns);
-	}
-	if (d)
-		closedir(d);
-	snprintf(why, wn, "its network namespace is neither this process's nor one in %s (%s/ns/net: "
-	         "%s: it needs ptrace access, CAP_SYS_PTRACE)", RUN_NETNS, path, strerror(refused));
+	if (run_netns_find(match_holds, &in, fd, name, nn) == 0)
+		return 0;
+	snprintf(why, wn, "its network namespace is neither this process's nor one in %s (%s: %s: it "
+	         "needs ptrace access, CAP_SYS_PTRACE)", RUN_NETNS, path, strerror(refused));
 	return -1;
 }
 
@@ -256,24 +278,9 @@ int netns_by_ino(unsigned long long ino, int *fd, char *name, size_t nn, char *w
 		snprintf(name, nn, "this process's");
 		return 0;
 	}
-	DIR *d = opendir(RUN_NETNS);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", RUN_NETNS, e->d_name);
-		int ns = open(path, O_RDONLY | O_CLOEXEC);
-		if (ns >= 0 && fstat(ns, &st) == 0 && (unsigned long long)st.st_ino == ino) {
-			closedir(d);
-			*fd = ns;
-			snprintf(name, nn, "%s", path);
-			return 0;
-		}
-		if (ns >= 0)
-			close(ns);
-	}
-	if (d)
-		closedir(d);
-	d = opendir("/proc");
+	if (run_netns_find(match_ino, &ino, fd, name, nn) == 0)
+		return 0;
+	DIR *d = opendir("/proc");
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);

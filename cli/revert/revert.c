@@ -271,39 +271,54 @@ static int undo(int jfd, const char *path, const struct journal_change *all, int
 	}
 	if (copy >= 0)
 		close(copy);
-	struct rec *r = rec_new();
-	rec_str(r, K_EVENT, "revert");
-	rec_str(r, K_JRN_CHANGE, c->change);
-	rec_str(r, K_JRN_FINDING, c->finding);
-	rec_str(r, K_CHK_OPTION, c->option);
+	struct rec *r = revert_rec(c);
 	rec_int(r, K_PID, c->pid);
 	rec_int(r, K_FD, c->fd);
 	rec_str(r, K_ADDR, c->addr);
 	if (held_by > 0)
 		rec_int(r, K_JRN_HELD_BY, held_by);
-	rec_known(r, K_JRN_BEFORE, before);
-	rec_known(r, K_JRN_AFTER, after);
-	if (conns >= 0)
-		rec_int(r, K_JRN_CONNECTIONS, conns);
-	if (left[0])
-		rec_str(r, K_ERROR, left);
-	else if (rc != 0)
-		rec_str(r, K_ERROR, strerror(err));
-	if (note[0])
-		rec_str(r, K_NOTE, note);
-	rec_say(stdout, "socktune ", r);
-	int ok = rc == 0 && after == c->before, done = ok || left[0];
-	if (rc == 0 && !ok)
-		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,
-		        c->option, after, c->before);
-	if (!done && rc != 0 && held && held_by <= 0)
+	int failed = rc != 0 && !left[0]; /* (neither undone nor left as another's) */
+	if (failed && held && held_by <= 0)
 		fprintf(stderr, "socktune: revert %s: pid %d is gone, its socket (inode %llu) is held "
 		        "by another process, not taken: %s%s\n", c->change, c->pid, c->inode,
 		        strerror(err), err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
-	else if (!done && rc != 0)
+	else if (failed)
 		fprintf(stderr, "socktune: revert %s: pid %d fd %d: %s%s\n", c->change,
 		        held_by > 0 ? held_by : c->pid, c->fd,
 		        strerror(err), err == EPERM ? " (same uid and dumpable, or CAP_SYS_PTRACE)" : "");
+	return revert_said(jfd, path, c, r, &(struct revert_end){.rc = rc, .before = before,
+	                   .after = after, .conns = conns, .left = left, .err = strerror(err),
+	                   .note = note});
+}
+
+struct rec *revert_rec(const struct journal_change *c)
+{
+	struct rec *r = rec_new();
+	rec_str(r, K_EVENT, "revert");
+	rec_str(r, K_JRN_CHANGE, c->change);
+	rec_str(r, K_JRN_FINDING, c->finding);
+	rec_str(r, K_CHK_OPTION, c->option);
+	return r;
+}
+
+int revert_said(int jfd, const char *path, const struct journal_change *c, struct rec *r,
+                const struct revert_end *e)
+{
+	rec_known(r, K_JRN_BEFORE, e->before);
+	rec_known(r, K_JRN_AFTER, e->after);
+	if (e->conns >= 0)
+		rec_int(r, K_JRN_CONNECTIONS, e->conns);
+	if (e->left[0])
+		rec_str(r, K_ERROR, e->left);
+	else if (e->rc != 0)
+		rec_str(r, K_ERROR, e->err);
+	if (e->note[0])
+		rec_str(r, K_NOTE, e->note);
+	rec_say(stdout, "socktune ", r);
+	int ok = e->rc == 0 && e->after == c->before, done = ok || e->left[0];
+	if (e->rc == 0 && !ok)
+		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,
+		        c->option, e->after, c->before);
 	if (done && journal_append(jfd, "revert", r) != 0) {
 		fprintf(stderr, "socktune: revert: journal %s: %s: change %s %s, not marked\n", path,
 		        strerror(errno), c->change, ok ? "undone" : "left");

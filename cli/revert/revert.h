@@ -23,6 +23,22 @@ unsigned long long *revert_others(const struct journal_change *all, int n,
 int revert_bpf(int jfd, const char *path, const struct journal_change *all, int n,
                const struct journal_change *c, int what);
 
+/* The record of a revert of change c, its first fields (event, change, finding, option):
+ * the path's own follow, then revert_said */
+struct rec;
+struct rec *revert_rec(const struct journal_change *c);
+/* How a change's revert ended: rc 0 when set, the value before and after (-1: unknown), the
+ * connections set back (-1: not looked at), left (not ours now: why, else ""), err (why it
+ * failed) and a note ("": none) */
+struct revert_end {
+	int rc, before, after, conns;
+	const char *left, *err, *note;
+};
+/* r completed by e and said on stdout, then marked in the journal (jfd, path) when done:
+ * undone (it reads c's before again) or left.  r is freed.  0 done, -1 not */
+int revert_said(int jfd, const char *path, const struct journal_change *c, struct rec *r,
+                const struct revert_end *e);
+
 /* revertconn.c: the connections listener (a copy of it) accepted from the process pid
  * (started at start, in network namespace netns: 0 any) that hold the value applied of
  * option opt (ST_V_*, one the connections inherit):

@@ -200,11 +200,7 @@ closed:
 	if (fd >= 0)
 		close(fd);
 said:;
-	struct rec *r = rec_new();
-	rec_str(r, K_EVENT, "revert");
-	rec_str(r, K_JRN_CHANGE, c->change);
-	rec_str(r, K_JRN_FINDING, c->finding);
-	rec_str(r, K_CHK_OPTION, c->option);
+	struct rec *r = revert_rec(c);
 	if (c->pid > 0)
 		rec_int(r, K_PID, c->pid);
 	if (c->fd >= 0)
@@ -212,29 +208,11 @@ said:;
 	rec_str(r, K_ADDR, c->addr);
 	rec_str(r, K_VIA, "bpf");
 	rec_int(r, K_COOKIE, (long long)c->cookie);
-	rec_known(r, K_JRN_BEFORE, before);
-	rec_known(r, K_JRN_AFTER, after);
-	if (conns >= 0)
-		rec_int(r, K_JRN_CONNECTIONS, conns);
-	if (left[0])
-		rec_str(r, K_ERROR, left);
-	else if (rc != 0)
-		rec_str(r, K_ERROR, err);
-	if (note[0])
-		rec_str(r, K_NOTE, note);
-	rec_say(stdout, "socktune ", r);
-	int ok = rc == 0 && after == c->before, done = ok || left[0];
-	if (rc == 0 && !ok)
-		fprintf(stderr, "socktune: revert %s: %s reads %d after setting %d\n", c->change,
-		        c->option, after, c->before);
-	else if (!done)
+	if (rc != 0 && !left[0]) /* (neither undone nor left as another's) */
 		fprintf(stderr, "socktune: revert %s: through the TCP iterator: %s\n", c->change, err);
-	if (done && journal_append(jfd, "revert", r) != 0) {
-		fprintf(stderr, "socktune: revert: journal %s: %s: change %s %s, not marked\n", path,
-		        strerror(errno), c->change, ok ? "undone" : "left");
-		done = 0;
-	}
-	rec_free(r);
+	int done = revert_said(jfd, path, c, r, &(struct revert_end){.rc = rc, .before = before,
+	                       .after = after, .conns = conns, .left = left, .err = err,
+	                       .note = note}) == 0;
 	free(x.conn);
 	free(x.conn_ino);
 	free(x.conn_family);
