@@ -32,11 +32,17 @@ echo "plain: $before"
 check path_upload.plain "the client's sending held by the server's window: $before (want 200 ms of rwnd-limited time or more over 2 uploads)" \
 	"$(field "$before" rwnd_limited_us)" -ge 200000
 
-"$CLI" doctor --json --seconds 3 "$SRV" >"$TMP/doc.json" 2>"$TMP/doc.err" &
-D=$!
-wait_file "$TMP/doc.err" '^socktune: doctor: watching ' 10
-in_a $PY "$PF" upload 198.18.1.1 5001 400000 2 >/dev/null
-wait "$D"
+# doctor's window with uploads in it: up to 3 windows, for a machine so loaded that a window
+# held no sample of a full buffer (each upload holds one for the 0.5 s its reader waits)
+for try in 1 2 3; do
+	"$CLI" doctor --json --seconds 3 "$SRV" >"$TMP/doc.json" 2>"$TMP/doc.err" &
+	D=$!
+	wait_file "$TMP/doc.err" '^socktune: doctor: watching ' 10
+	in_a $PY "$PF" upload 198.18.1.1 5001 400000 2 >/dev/null
+	wait "$D"
+	kinds "$TMP/doc.json" | grep -qx receive-buffer-limited && break
+	echo "# window $try: doctor named $(kinds "$TMP/doc.json" | tr '\n' ' ')"
+done
 ev() { finding "$TMP/doc.json" receive-buffer-limited "evidence.$1"; }
 finding "$TMP/doc.json" receive-buffer-limited fix >"$TMP/fixes"
 echo "doctor: $(kinds "$TMP/doc.json" | tr '\n' ' '); rcvbuf $(ev rcvbuf.effective), $(ev unread_bytes) unread, window $(ev rcv_wnd_bytes), bodies up to $(ev body_bytes); fixes: $(tr '\n' '|' <"$TMP/fixes")"
