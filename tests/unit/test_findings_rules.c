@@ -5,64 +5,8 @@
  * takes; and the names revert takes back from a journal: the cures' keys ("backlog",
  * "nodelay"), no other (a label, another option of the table, a near miss).  A new finding
  * is a row of the table and a row of cases[] here. */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-
-#include "findings/findings.c"
-#include "findings/findings_queue.c"
-#include "findings/findings_memory.c"
-#include "findings/findings_path.c"
-#include "findings/closed.c"
-#include "findings/fixes.c"
-#include "findings/rules.c"
-#include "host/diag.c"
-#include "host/holders.c"
-#include "host/grow.c"
-#include "host/pidinfo.c"
+#include "findings_harness.h"
 #include "host/sockcopy.h"
-#include "record.c"
-#include "unit.h"
-
-static struct shared_window d;
-static struct doc_conn conns[4];
-static struct doc_findings found;
-
-/* One listener on 127.0.0.1:8000 (backlog 5, somaxconn 4096), held by pid 4242 */
-static void reset(void)
-{
-	memset(&d, 0, sizeof d);
-	memset(conns, 0, sizeof conns);
-	d.nns = 1;
-	d.ns[0].ours = 1;
-	d.ns[0].somaxconn = 4096;
-	d.ns[0].rmem_max = d.ns[0].wmem_max = 4194304;
-	d.ns[0].tcp_mem[2] = 1 << 20;
-	d.elapsed_s = 3;
-	d.nl = 1;
-	d.l[0].family = AF_INET;
-	d.l[0].port = 8000;
-	d.l[0].backlog = 5;
-	d.l[0].nodelay = 0;
-	d.l[0].addr[0] = 127, d.l[0].addr[3] = 1;
-	d.l[0].seen_last = 1;
-	d.l[0].nowners = 1;
-	d.l[0].owners[0].pid = 4242;
-	d.l[0].service = 0;
-	d.c = conns;
-}
-
-static struct doc_conn *conn(void)
-{
-	struct doc_conn *c = &conns[d.nc++];
-	c->nodelay = -2;
-	c->samples = 10;
-	c->last_t = 3;
-	c->last.state = TS_ESTABLISHED;
-	c->last.ti.min_rtt = 10;
-	c->pid = c->fd = -1;
-	return c;
-}
 
 /* ---- a window for each finding (the numbers of test_findings' cases) ---- */
 
@@ -263,6 +207,7 @@ static void where_cases(void)
 		if (r < 0)
 			continue;
 		reset();
+		held();
 		cases[k].window();
 		int in_doctor = found_in(DOC_IN_DOCTOR, cases[k].kind);
 		int in_watch = found_in(DOC_IN_WATCH, cases[k].kind);
@@ -272,6 +217,7 @@ static void where_cases(void)
 			          cases[k].kind, in_doctor, in_watch, cases[k].where, doc_rules[r].where);
 	}
 	reset();
+	held();
 	if (found_in(DOC_IN_BOTH, "") || found.n)
 		CASE_FAIL("a quiet window: no finding (%d, the first %s)", found.n,
 		          found.n ? found.f[0].kind : "");
