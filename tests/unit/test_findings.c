@@ -362,13 +362,8 @@ static void client_nagle_cases(void)
 	reset();
 	owned();
 	d.delack_max_us = 1;
-	struct doc_conn *c = conn();
-	c->first.ti.data_segs_in = c->first.ti.data_segs_out = 10;
-	c->first.ti.segs_out = 20, c->first.ti.bytes_received = c->first.ti.bytes_sent = 100;
-	c->last.ti.data_segs_in = c->last.ti.data_segs_out = 10 + 141;
-	c->last.ti.segs_out = 20 + 141 + 136;
-	c->last.ti.bytes_received = c->last.ti.bytes_sent = 100 + 1410;
-	c->max_ato = 40000, c->nodelay = 1, c->pid = 5001;
+	struct doc_conn *c = client_nagle_conn();
+	c->pid = 5001;
 	const char *sure = "";
 	if (!has("delayed-ack-client-nagle", &sure) || strcmp(sure, "medium") != 0 ||
 	    has("delayed-ack-two-write", NULL) || has("nagle-delayed-ack", NULL))

@@ -46,13 +46,7 @@ static void w_two_write(void) /* 68 requests in 136 pieces over 3 s, ato 40 ms *
 
 static void w_client_nagle(void) /* MQTT at QoS 1 against NODELAY on the server */
 {
-	struct doc_conn *c = conn();
-	c->first.ti.data_segs_in = c->first.ti.data_segs_out = 10;
-	c->first.ti.segs_out = 20, c->first.ti.bytes_received = c->first.ti.bytes_sent = 100;
-	c->last.ti.data_segs_in = c->last.ti.data_segs_out = 10 + 141;
-	c->last.ti.segs_out = 20 + 141 + 136;
-	c->last.ti.bytes_received = c->last.ti.bytes_sent = 100 + 1410;
-	c->max_ato = 40000, c->nodelay = 1;
+	client_nagle_conn();
 }
 
 static void w_rwnd(void) /* 75% of busy time waiting for the client's window */
