@@ -436,6 +436,31 @@ opt_serve() {
 	wait_server
 }
 
+# ---- another process's sockets, as the kernel has them ----
+
+# nodelay_of PID WHAT: TCP_NODELAY of PID's listener (WHAT "listener") or of its connection
+# with the client's port WHAT, read on a pidfd_getfd copy (tests/py/sockopts_of.py: the test
+# needs CAP_SYS_PTRACE over PID); "" when there is none
+nodelay_of() {
+	$PY "$ROOT/tests/py/sockopts_of.py" "$1" 2>/dev/null | awk -v w="$2" '
+		w == "listener" && / listening=1 / { sub(/.*nodelay=/, ""); print; exit }
+		w != "listener" && $4 == "peer=" w { sub(/.*nodelay=/, ""); print; exit }'
+}
+# ka_conn PORT SECONDS: kaclient's keep-alive GETs, one connection, to the HTTP/1.1 server on
+# 127.0.0.1:PORT in the background for SECONDS at most (its pid in KC, its lines in
+# $TMP/kc.out); then CP, the client's port of that connection once it is established (5 s at
+# most; status 1 when it is not)
+ka_conn() {
+	"$BIN/kaclient" http -n 100000 -T "$2" 127.0.0.1 "$1" >"$TMP/kc.out" 2>&1 &
+	KC=$!
+	_kp=$1
+	busywait 5000 ka_conn_port
+}
+ka_conn_port() {
+	CP=$(ss -Htn state established "dport = :$_kp" | awk '{ n = split($3, a, ":"); print a[n]; exit }')
+	[ -n "$CP" ]
+}
+
 # ---- socktune doctor's JSON report ----
 
 # kinds FILE: the findings' kinds of doctor's JSON in FILE, one per line ("" when none)
@@ -479,6 +504,6 @@ time.sleep(8)' "$_hport" >"$TMP/$_hn.held" &
 	wait "$_hd"
 }
 
-# The helpers of what needs root (a cgroup of the test's own, a real path between
-# namespaces), a file of their own
+# The helpers of what needs root (a cgroup of the test's own, the TCP iterator, a real path
+# between namespaces), a file of their own
 . "$ROOT/tests/lib_root.sh"

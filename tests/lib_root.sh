@@ -31,6 +31,46 @@ cg_cleanup() {
 	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
 }
 
+# ---- the TCP iterator (cli/host/bpfiter.c): options set on open connections, no ptrace ----
+
+# Words put in front of a command: AS_NOBODY runs it as uid and gid 65534, no other group
+# (a server whose sockets root reaches only as another uid's); NOPTRACE without
+# CAP_SYS_PTRACE (no pidfd_getfd copy: what is left is the iterator); NOCAPS without
+# CAP_BPF and CAP_SYS_ADMIN too (neither path).
+AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+NOPTRACE="setpriv --bounding-set=-sys_ptrace"
+NOCAPS="setpriv --bounding-set=-sys_ptrace,-bpf,-sys_admin"
+
+# needs_iterator NAME [TOOL...]: skips NAME (and exits) unless the test runs as root with
+# every TOOL (setpriv, ip, ss...) and this kernel runs socktune's TCP iterator (iterprobe
+# probe: its reason said when it does not)
+needs_iterator() {
+	_ni=$1 _ni_ok=1
+	shift
+	[ "$(id -u)" = 0 ] || _ni_ok=0
+	for _ni_t in "$@"; do command -v "$_ni_t" >/dev/null || _ni_ok=0; done
+	if [ $_ni_ok = 0 ]; then
+		skip "$_ni" "needs root$([ $# -gt 0 ] && printf ', %s' "$@" | sed 's/\(.*\), /\1 and /')"
+		exit 0
+	fi
+	if ! _ni_why=$("$BIN/iterprobe" probe); then
+		skip "$_ni" "$_ni_why"
+		exit 0
+	fi
+}
+# iter_none_left NAME FILE: every event=iterator line of FILE (socktune's stderr) names a
+# program, map and link the kernel no longer has (by their ids), and there is one at least
+iter_none_left() {
+	grep 'event=iterator ' "$2" >"$TMP/iter.lines" 2>/dev/null
+	_nl_n=0 _nl_bad=""
+	while read -r _nl; do
+		_nl_n=$((_nl_n + 1))
+		_nl_r=$("$BIN/iterprobe" ids "$(field "$_nl" prog_id)" "$(field "$_nl" map_id)" "$(field "$_nl" link_id)")
+		[ "$_nl_r" = "left prog=0 map=0 link=0" ] || _nl_bad="$_nl_bad [$_nl -> $_nl_r]"
+	done <"$TMP/iter.lines"
+	check "$1" "runs $_nl_n, left:${_nl_bad:- none} ($(cat "$2"))" "$_nl_n" -ge 1 -a -z "$_nl_bad"
+}
+
 # ---- a real path: pathemu between two namespaces (tests/helpers/pathemu.c) ----
 
 # path_needs NAME: skips NAME (and exits) unless this machine can run pathemu (root, TUN)
