@@ -3,17 +3,22 @@
 
 # ---- a cgroup of the test's own (socktune --cgroup) ----
 
-# cg_test_dir NAME: skips NAME (and exits) unless this machine can run socktune --cgroup and
-# a cgroup of the test's own can be made; then $CG is that cgroup (under the v2 mount, named
-# for NAME and this shell's pid), and cg_cleanup, run at exit (AT_EXIT), ends its
-# processes, detaches every program from it (ours and the test's own) and removes it.
-cg_test_dir() {
+# cg_needs NAME: skips NAME (and exits) unless this machine can run socktune --cgroup (its
+# first line of refusal said)
+cg_needs() {
 	"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
 	_rc=$?
 	if [ $_rc -ne 0 ]; then
 		skip "$1" "this machine cannot run the cgroup mode (status $_rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
 		exit 0
 	fi
+}
+# cg_test_dir NAME: skips NAME (and exits) unless this machine can run socktune --cgroup and
+# a cgroup of the test's own can be made; then $CG is that cgroup (under the v2 mount, named
+# for NAME and this shell's pid), and cg_cleanup, run at exit (AT_EXIT), ends its
+# processes, detaches every program from it (ours and the test's own) and removes it.
+cg_test_dir() {
+	cg_needs "$1"
 	MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
 	CG=$MNT/socktune-$1-test-$$
 	if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
@@ -86,7 +91,8 @@ path_needs() {
 }
 # path_start NAME ARGS...: pathemu ARGS in the background (its lines in $TMP/NAME.emu), waited
 # for until its READY line (5 s); sets EMU (its pid), NA and NB (its namespaces: end a is
-# 198.18.0.1, end b 198.18.1.1); the emulator removes them when it ends (lib_exit's kill)
+# 198.18.0.1, end b 198.18.1.1) and CLEANER (the pid of its cleaner); the emulator removes
+# them when it ends (lib_exit's kill), the cleaner when it is killed
 path_start() {
 	_pn=$1
 	shift
@@ -94,8 +100,35 @@ path_start() {
 	EMU=$!
 	wait_file "$TMP/$_pn.emu" '^READY ' 5 || return 1
 	_pr=$(grep '^READY ' "$TMP/$_pn.emu")
-	NA=$(field "$_pr" a) NB=$(field "$_pr" b)
+	NA=$(field "$_pr" a) NB=$(field "$_pr" b) CLEANER=$(field "$_pr" cleaner)
 }
+# path_up TEST NAME ARGS...: path_start NAME ARGS, or TEST.setup fails (pathemu's stderr
+# said) and the test ends
+path_up() {
+	_pu=$1
+	shift
+	path_start "$@" && return 0
+	fail "$_pu.setup" "no path: $(cat "$TMP/$1.emuerr")"
+	exit 0
+}
+# path_serve TEST NAME CMD...: start_server NAME -- CMD in end b (entered as nsenter --net=
+# does: the mounts stay the host's, its cgroup v2 among them); sets SRV, its pid, or
+# TEST.setup fails (its stderr said) and the test ends
+path_serve() {
+	_ps=$1 _psn=$2
+	shift 2
+	SRV_WRAP="nsenter --net=/run/netns/$NB"
+	start_server "$_psn" -- "$@"
+	_ps_rc=$?
+	SRV_WRAP=""
+	if [ $_ps_rc != 0 ]; then
+		fail "$_ps.setup" "no server: $(cat "$TMP/$_psn.err")"
+		exit 0
+	fi
+	SRV=$SRV_PID
+}
+# in_a CMD...: CMD in the path's end a
+in_a() { nsenter --net="/run/netns/$NA" "$@"; }
 # path_loss_based NS: the namespace's default congestion control made a loss-based one:
 # cubic where the host allows it to namespaces (net.ipv4.tcp_allowed_congestion_control),
 # else reno (always allowed); the name on stdout
