@@ -99,7 +99,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(HDRS)
 $(BUILD)/tests/unit/test_sanitize: shim/log.c
 # test_findings, test_findings_rules and test_findings_path include doctor's rules and their
 # table, how their fixes are written, its sock_diag reader, holders.c and the record its
-# evidence is written in whole.
+# evidence is written in whole; the first two by one harness.
 FINDINGS_UNIT_SRC := cli/findings/findings.c cli/findings/findings_queue.c \
                      cli/findings/findings_memory.c cli/findings/findings_path.c \
                      cli/findings/closed.c cli/findings/rules.c cli/findings/fixes.c \
@@ -107,6 +107,8 @@ FINDINGS_UNIT_SRC := cli/findings/findings.c cli/findings/findings_queue.c \
                      cli/record.c
 $(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules \
 $(BUILD)/tests/unit/test_findings_path: $(FINDINGS_UNIT_SRC)
+$(BUILD)/tests/unit/test_findings $(BUILD)/tests/unit/test_findings_rules: \
+	tests/unit/findings_harness.h
 # test_diagclose includes the destroy notifications' reader and the sock_diag parser whole.
 $(BUILD)/tests/unit/test_diagclose: cli/host/diagclose.c cli/host/diag.c cli/host/pidinfo.c
 

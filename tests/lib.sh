@@ -436,6 +436,31 @@ opt_serve() {
 	wait_server
 }
 
+# ---- another process's sockets, as the kernel has them ----
+
+# nodelay_of PID WHAT: TCP_NODELAY of PID's listener (WHAT "listener") or of its connection
+# with the client's port WHAT, read on a pidfd_getfd copy (tests/py/sockopts_of.py: the test
+# needs CAP_SYS_PTRACE over PID); "" when there is none
+nodelay_of() {
+	$PY "$ROOT/tests/py/sockopts_of.py" "$1" 2>/dev/null | awk -v w="$2" '
+		w == "listener" && / listening=1 / { sub(/.*nodelay=/, ""); print; exit }
+		w != "listener" && $4 == "peer=" w { sub(/.*nodelay=/, ""); print; exit }'
+}
+# ka_conn PORT SECONDS: kaclient's keep-alive GETs, one connection, to the HTTP/1.1 server on
+# 127.0.0.1:PORT in the background for SECONDS at most (its pid in KC, its lines in
+# $TMP/kc.out); then CP, the client's port of that connection once it is established (5 s at
+# most; status 1 when it is not)
+ka_conn() {
+	"$BIN/kaclient" http -n 100000 -T "$2" 127.0.0.1 "$1" >"$TMP/kc.out" 2>&1 &
+	KC=$!
+	_kp=$1
+	busywait 5000 ka_conn_port
+}
+ka_conn_port() {
+	CP=$(ss -Htn state established "dport = :$_kp" | awk '{ n = split($3, a, ":"); print a[n]; exit }')
+	[ -n "$CP" ]
+}
+
 # ---- socktune doctor's JSON report ----
 
 # kinds FILE: the findings' kinds of doctor's JSON in FILE, one per line ("" when none)
@@ -479,68 +504,6 @@ time.sleep(8)' "$_hport" >"$TMP/$_hn.held" &
 	wait "$_hd"
 }
 
-# cg_test_dir NAME: skips NAME (and exits) unless this machine can run socktune --cgroup and
-# a cgroup of the test's own can be made; then $CG is that cgroup (under the v2 mount, named
-# for NAME and this shell's pid), and cg_cleanup, run at exit (AT_EXIT), ends its
-# processes, detaches every program from it (ours and the test's own) and removes it.
-cg_test_dir() {
-	"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
-	_rc=$?
-	if [ $_rc -ne 0 ]; then
-		skip "$1" "this machine cannot run the cgroup mode (status $_rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
-		exit 0
-	fi
-	MNT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-	CG=$MNT/socktune-$1-test-$$
-	if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
-		skip "$1" "cannot make a test cgroup under '$MNT': $(cat "$TMP/mkdir.err")"
-		exit 0
-	fi
-	AT_EXIT=cg_cleanup
-}
-cg_cleanup() {
-	kill_jobs
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	for id in $( ("$BIN/bpfq" attached "$CG"; "$BIN/bpfq" attached "$CG" setsockopt) 2>/dev/null | cut -d' ' -f1); do
-		"$BIN/bpfq" detach "$CG" "$id"
-	done
-	busywait 3000 sh -c "rmdir '$CG' 2>/dev/null || [ ! -e '$CG' ]"
-}
-
-# ---- a real path: pathemu between two namespaces (tests/helpers/pathemu.c) ----
-
-# path_needs NAME: skips NAME (and exits) unless this machine can run pathemu (root, TUN)
-path_needs() {
-	if [ "$(id -u)" != 0 ]; then
-		skip "$1" "needs root (network namespaces, TUN devices)"
-		exit 0
-	fi
-	if [ ! -c /dev/net/tun ]; then
-		skip "$1" "no TUN device here (/dev/net/tun)"
-		exit 0
-	fi
-}
-# path_start NAME ARGS...: pathemu ARGS in the background (its lines in $TMP/NAME.emu), waited
-# for until its READY line (5 s); sets EMU (its pid), NA and NB (its namespaces: end a is
-# 198.18.0.1, end b 198.18.1.1); the emulator removes them when it ends (lib_exit's kill)
-path_start() {
-	_pn=$1
-	shift
-	"$BIN/pathemu" --name "$_pn" "$@" >"$TMP/$_pn.emu" 2>"$TMP/$_pn.emuerr" &
-	EMU=$!
-	wait_file "$TMP/$_pn.emu" '^READY ' 5 || return 1
-	_pr=$(grep '^READY ' "$TMP/$_pn.emu")
-	NA=$(field "$_pr" a) NB=$(field "$_pr" b)
-}
-# path_loss_based NS: the namespace's default congestion control made a loss-based one:
-# cubic where the host allows it to namespaces (net.ipv4.tcp_allowed_congestion_control),
-# else reno (always allowed); the name on stdout
-path_loss_based() {
-	for _cc in cubic reno; do
-		if ip netns exec "$1" sysctl -qw net.ipv4.tcp_congestion_control=$_cc 2>/dev/null; then
-			echo $_cc
-			return 0
-		fi
-	done
-	return 1
-}
+# The helpers of what needs root (a cgroup of the test's own, the TCP iterator, a real path
+# between namespaces), a file of their own
+. "$ROOT/tests/lib_root.sh"

@@ -14,44 +14,14 @@
 # killed in mid-run too) no program, map or link of it is in the kernel, by the ids it said.
 . "$(dirname "$0")/lib.sh"
 
+needs_iterator attach_via setpriv ip ss
 IP=$BIN/iterprobe
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! command -v ip >/dev/null ||
-	! command -v ss >/dev/null; then
-	skip attach_via "needs root, setpriv, ip and ss"
-	exit 0
-fi
-if ! why=$("$IP" probe); then
-	skip attach_via "$why"
-	exit 0
-fi
-AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
-NOPTRACE="setpriv --bounding-set=-sys_ptrace"
-NOCAPS="setpriv --bounding-set=-sys_ptrace,-bpf,-sys_admin"
 PAIR="$ROOT/tests/py/iterpair.py"
 
-# nodelay_of PID WHAT: TCP_NODELAY of PID's listener (WHAT listener) or of its connection
-# with the client's port WHAT, read on a pidfd_getfd copy (this test has CAP_SYS_PTRACE)
-nodelay_of() {
-	$PY "$ROOT/tests/py/sockopts_of.py" "$1" 2>/dev/null | awk -v w="$2" '
-		w == "listener" && / listening=1 / { sub(/.*nodelay=/, ""); print; exit }
-		w != "listener" && $4 == "peer=" w { sub(/.*nodelay=/, ""); print; exit }'
-}
 # rb_of FLAGS FILTER: the receive buffer (skmem rb) ss shows for the first socket of FILTER
 # (FLAGS -l: a listener)
 rb_of() {
 	ss -Htnm $1 "$2" | tr ' ,(' '\n\n\n' | sed -n 's/^rb\([0-9]*\).*/\1/p' | head -n 1
-}
-# none_left NAME FILE: every event=iterator line of FILE names a program, map and link the
-# kernel no longer has (by id), and there is at least one
-none_left() {
-	grep 'event=iterator ' "$2" >"$TMP/iter.lines" 2>/dev/null
-	_nl_n=0 _nl_bad=""
-	while read -r _nl; do
-		_nl_n=$((_nl_n + 1))
-		_nl_r=$("$IP" ids "$(field "$_nl" prog_id)" "$(field "$_nl" map_id)" "$(field "$_nl" link_id)")
-		[ "$_nl_r" = "left prog=0 map=0 link=0" ] || _nl_bad="$_nl_bad [$_nl -> $_nl_r]"
-	done <"$TMP/iter.lines"
-	check "$1" "runs $_nl_n, left:${_nl_bad:- none} ($(cat "$2"))" "$_nl_n" -ge 1 -a -z "$_nl_bad"
 }
 # line FILE PATTERN: the first line of FILE matching PATTERN
 line() { grep -m 1 -- "$2" "$1"; }
@@ -107,7 +77,7 @@ for FAM in 4 6; do
 	check "ip${FAM}_stall_gone" "$(cat "$TMP/early$FAM.out")" \
 		"$(sed -n 's/^before=//p' "$TMP/early$FAM.out")" -ge 8 -a \
 		"$(sed -n 's/^after=//p' "$TMP/early$FAM.out")" -le 1
-	none_left "ip${FAM}_nothing_left" "$TMP/a$FAM.err"
+	iter_none_left "ip${FAM}_nothing_left" "$TMP/a$FAM.err"
 	[ "$FAM" = 4 ] && WEB4=$WEB P4=$P
 	[ "$FAM" = 6 ] && kill "$WEB"
 done
@@ -169,7 +139,7 @@ else
 		"0/$(end_of "$TMP/c" 1 1 | json ssthresh)"
 	check pid_tied_client_ends "$(grep '^2 [01] client' "$TMP/c/ask.out")" \
 		"$(grep '^2 [01] client' "$TMP/c/ask.out" | grep -c '"nodelay": 0')" = 2
-	none_left pid_tied_nothing_left "$TMP/t.err"
+	iter_none_left pid_tied_nothing_left "$TMP/t.err"
 	# :PORT here leaves the other namespace's server on the same port alone
 	$NOPTRACE "$CLI" attach --nodelay --cwnd-clamp 20 --connections ":$P" >"$TMP/p.out" 2>"$TMP/p.err"
 	if [ -n "${NS:-}" ]; then
@@ -178,7 +148,7 @@ else
 			"$(end_of "$TMP/ns" 1 0 | json nodelay)" = 0 -a \
 			"$(end_of "$TMP/ns" 1 0 | json ssthresh)" != 20
 	fi
-	none_left port_nothing_left "$TMP/p.err"
+	iter_none_left port_nothing_left "$TMP/p.err"
 
 	# ---- neither path: without CAP_BPF and CAP_SYS_ADMIN too, both named ----
 	$NOCAPS "$CLI" attach --nodelay --connections ":$P" >"$TMP/n1.out" 2>"$TMP/n1.err"
@@ -241,7 +211,7 @@ sys.stdout.buffer.write(struct.pack("<HBBIIIII", 0xeb9f, 1, 0, 24, 0, len(t), le
 			"$(field "$c" via)/$(field "$c" delack_max_us.effective)" = "bpf/$keeps"
 		check delack_old_kernel_kernel "server reads $(end_of "$TMP/c" 3 1) (want delack_max_us $keeps)" \
 			"$(end_of "$TMP/c" 3 1 | json delack_max_us)" = "$keeps"
-		none_left delack_old_kernel_nothing_left "$TMP/dl.err"
+		iter_none_left delack_old_kernel_nothing_left "$TMP/dl.err"
 	fi
 
 	# ---- socktune killed in mid-run (each bpf(2) call held 0.4 s by strace): the kernel

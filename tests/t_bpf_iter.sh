@@ -14,15 +14,7 @@
 
 IP=$BIN/iterprobe
 PAIR="$ROOT/tests/py/iterpair.py"
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! command -v ip >/dev/null; then
-	skip bpf_iter "needs root, setpriv and ip"
-	exit 0
-fi
-if ! why=$("$IP" probe); then
-	skip bpf_iter "$why"
-	exit 0
-fi
-AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+needs_iterator bpf_iter setpriv ip
 
 # line FILE PATTERN: the first line of FILE matching PATTERN
 line() { grep -m 1 -- "$2" "$1"; }

@@ -13,12 +13,7 @@ if [ ! -x "$BIN/tserver-static" ]; then
 	skip cgroup_backlog "no $BIN/tserver-static (make test-bins)"
 	exit 0
 fi
-"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
-rc=$?
-if [ $rc -ne 0 ]; then
-	skip cgroup_backlog "this machine cannot run socktune --cgroup (status $rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
-	exit 0
-fi
+cg_needs cgroup_backlog
 somaxconn=$(cat /proc/sys/net/core/somaxconn)
 want=4096
 [ "$somaxconn" -lt $want ] && want=$somaxconn

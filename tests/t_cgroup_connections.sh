@@ -9,11 +9,7 @@
 # is in the kernel (by the ids it said).
 . "$(dirname "$0")/lib.sh"
 
-IP=$BIN/iterprobe
-if ! why=$("$IP" probe); then
-	skip cgroup_connections "$why"
-	exit 0
-fi
+needs_iterator cgroup_connections
 cg_test_dir cgroup_connections
 PAIR="$ROOT/tests/py/iterpair.py"
 
@@ -22,17 +18,6 @@ end_of() { grep -m 1 "^$2 $3 {" "$1/ask.out" | cut -d' ' -f3-; }
 ask_round() {
 	: >"$1/go.$2"
 	wait_file "$1/ask.out" "^DONE $2\$" 20
-}
-# none_left NAME FILE: the iterator's runs said in FILE hold nothing in the kernel now
-none_left() {
-	grep 'event=iterator ' "$2" >"$TMP/iter.lines" 2>/dev/null
-	_nl_n=0 _nl_bad=""
-	while read -r _nl; do
-		_nl_n=$((_nl_n + 1))
-		_nl_r=$("$IP" ids "$(field "$_nl" prog_id)" "$(field "$_nl" map_id)" "$(field "$_nl" link_id)")
-		[ "$_nl_r" = "left prog=0 map=0 link=0" ] || _nl_bad="$_nl_bad [$_nl_r]"
-	done <"$TMP/iter.lines"
-	check "$1" "runs $_nl_n, left:${_nl_bad:- none}" "$_nl_n" -ge 1 -a -z "$_nl_bad"
 }
 
 P=$(free_port)
@@ -58,7 +43,7 @@ check open_connection_kernel "before $before after $after" \
 	"$(echo "$before" | json nodelay)/$(echo "$after" | json nodelay)/$(echo "$after" | json ssthresh)" = 0/1/20
 check initcwnd_not_open "$(cat "$TMP/att.err")" \
 	-n "$(grep 'level=warn event=refused .*option=initcwnd .*not on the 1 connection open there' "$TMP/att.err")"
-none_left nothing_left "$TMP/att.err"
+iter_none_left nothing_left "$TMP/att.err"
 # the next connection: the program's (the initial window, read by the server on its end)
 $PY "$PAIR" ask --dir "$TMP/b" --wait 60 "$P" >"$TMP/b/ask.out" 2>&1 &
 wait_file "$TMP/b/ask.out" '^READY' 10
@@ -74,7 +59,7 @@ check json_connection "status $rc: $(cat "$TMP/att.json")" "$rc" = 0 -a \
 	"$(json_get "$TMP/att.json" cgroups.0.sockets.0.nodelay)" = True
 bad=$(schema_problems "$TMP/att.json")
 check json_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
-none_left json_nothing_left "$TMP/att2.err"
+iter_none_left json_nothing_left "$TMP/att2.err"
 
 # --via pidfd cannot reach the open connections here: refused before anything is done
 "$CLI" attach --cgroup --connections --via pidfd --nodelay ":$P" >/dev/null 2>"$TMP/pidfd.err"

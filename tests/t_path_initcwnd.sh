@@ -14,35 +14,15 @@
 # started as nsenter --net= does (ip netns exec would hide cgroup v2: a fresh /sys).
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-	skip path_initcwnd "needs root (network namespaces, TUN devices, the cgroup mode)"
-	exit 0
-fi
-if [ ! -c /dev/net/tun ]; then
-	skip path_initcwnd "no TUN device here (/dev/net/tun)"
-	exit 0
-fi
-"$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/probe.err"
-rc=$?
-if [ $rc -ne 0 ]; then
-	skip path_initcwnd "this machine cannot run socktune --cgroup (status $rc): $(grep -v '^socktune pid=' "$TMP/probe.err" | head -n 1)"
-	exit 0
-fi
+path_needs path_initcwnd
+cg_needs path_initcwnd
 PSRV=$B/bench/psrv PCLI=$B/bench/pcli
 PREAMBLE=46080
 # (real-time priority where it is allowed; the checks say when it was not)
 RT="chrt -f 1"
 $RT true 2>/dev/null || RT=""
 
-"$BIN/pathemu" --name pic --delay 40ms --seconds 60 >"$TMP/emu.out" 2>"$TMP/emu.err" &
-EMU=$!
-if ! wait_file "$TMP/emu.out" '^READY ' 5; then
-	fail path_setup "no READY line from pathemu: $(cat "$TMP/emu.err")"
-	exit 0
-fi
-ready=$(grep '^READY ' "$TMP/emu.out")
-NA=$(field "$ready" a) NB=$(field "$ready" b)
-in_a() { nsenter --net="/run/netns/$NA" "$@"; }
+path_up path_initcwnd pic --delay 40ms --seconds 60
 
 # the two servers in end b, on every address (port 80 plain, 81 in the cgroup mode); nsenter
 # execs them, so their pids are $! (a function run in the background would be a subshell's)

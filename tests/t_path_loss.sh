@@ -17,20 +17,9 @@ if ! grep -qw bbr /proc/sys/net/ipv4/tcp_available_congestion_control &&
 fi
 PF=$ROOT/tests/py/pathfind.py
 CAP=6.5
-if ! path_start ls --delay 40ms --loss 1% --seconds 90; then
-	fail path_loss.setup "no path: $(cat "$TMP/ls.emuerr")"
-	exit 0
-fi
+path_up path_loss ls --delay 40ms --loss 1% --seconds 90
 CC=$(path_loss_based "$NB") || { fail path_loss.setup "no loss-based congestion control in $NB"; exit 0; }
-in_a() { nsenter --net="/run/netns/$NA" "$@"; }
-SRV_WRAP="nsenter --net=/run/netns/$NB"
-start_server srv -- $PY "$PF" serve 5001 bulk 4000000
-SRV_WRAP=""
-if [ -z "$SRV_PORT" ]; then
-	fail path_loss.setup "no server: $(cat "$TMP/srv.err")"
-	exit 0
-fi
-SRV=$SRV_PID
+path_serve path_loss srv $PY "$PF" serve 5001 bulk 4000000
 
 "$CLI" watch --listen "127.0.0.1:$(free_port)" --interval 0.1 --window 1 "$SRV" >/dev/null \
 	2>"$TMP/watch.err" &

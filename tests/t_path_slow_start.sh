@@ -20,20 +20,11 @@ if ! command -v curl >/dev/null; then
 fi
 cg_test_dir path_slow_start
 PF=$ROOT/tests/py/pathfind.py
-if ! path_start ss --delay 40ms --seconds 90; then
-	fail path_slow_start.setup "no path: $(cat "$TMP/ss.emuerr")"
-	exit 0
-fi
+path_up path_slow_start ss --delay 40ms --seconds 90
 CC=$(path_loss_based "$NB") || { fail path_slow_start.setup "no loss-based congestion control in $NB"; exit 0; }
-in_a() { nsenter --net="/run/netns/$NA" "$@"; }
-# the server: moved into the test's cgroup, then into end b (its listener is made in both)
-start_server srv -- sh -c 'echo $$ >"$1/cgroup.procs" && exec nsenter --net="/run/netns/$2" "$3" "$4" serve 5001 pre 46000' \
-	sh "$CG" "$NB" "$PY" "$PF"
-if [ -z "$SRV_PORT" ]; then
-	fail path_slow_start.setup "no server: $(cat "$TMP/srv.err")"
-	exit 0
-fi
-SRV=$SRV_PID
+# the server: in end b, then moved into the test's cgroup (its listener is made in both)
+path_serve path_slow_start srv sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG" \
+	$PY "$PF" serve 5001 pre 46000
 before=$(in_a $PY "$PF" token 198.18.1.1 5001 2 0)
 echo "plain ($CC): $before"
 check path_slow_start.plain "a new connection's token, plain: $before (want 4 round trips: the handshake, then 10, 20 and 2 segments)" \

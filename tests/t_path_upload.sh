@@ -12,21 +12,10 @@
 
 path_needs path_upload
 PF=$ROOT/tests/py/pathfind.py
-if ! path_start up --delay 40ms --seconds 90; then
-	fail path_upload.setup "no path: $(cat "$TMP/up.emuerr")"
-	exit 0
-fi
+path_up path_upload up --delay 40ms --seconds 90
 path_loss_based "$NB" >/dev/null
 ip netns exec "$NB" sysctl -qw net.ipv4.tcp_rmem="4096 87380 6291456"
-in_a() { nsenter --net="/run/netns/$NA" "$@"; }
-SRV_WRAP="nsenter --net=/run/netns/$NB"
-start_server srv -- $PY "$PF" serve 5001 late 400000
-SRV_WRAP=""
-if [ -z "$SRV_PORT" ]; then
-	fail path_upload.setup "no server: $(cat "$TMP/srv.err")"
-	exit 0
-fi
-SRV=$SRV_PID
+path_serve path_upload srv $PY "$PF" serve 5001 late 400000
 before=$(in_a $PY "$PF" upload 198.18.1.1 5001 400000 2)
 echo "plain: $before"
 check path_upload.plain "the client's sending held by the server's window: $before (want 200 ms of rwnd-limited time or more over 2 uploads)" \

@@ -11,37 +11,19 @@
 # An MTU asked for (--mtu 9000) is the one TCP's MSS follows.
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-	skip pathemu "needs root (network namespaces, TUN devices)"
-	exit 0
-fi
-if [ ! -c /dev/net/tun ]; then
-	skip pathemu "no TUN device here (/dev/net/tun)"
-	exit 0
-fi
+path_needs pathemu
 PROBE=$ROOT/tests/py/pathprobe.py
 
-# emu_start NAME ARGS...: pathemu ARGS in the background (output in $TMP/NAME.out), waited
-# for until its READY line (5 s); sets EMU (its pid), NA and NB (its namespaces), CLEANER.
-emu_start() {
-	_en=$1
-	shift
-	"$BIN/pathemu" --name t "$@" >"$TMP/$_en.out" 2>"$TMP/$_en.err" &
-	EMU=$!
-	wait_file "$TMP/$_en.out" '^READY ' 5 || return 1
-	_er=$(grep '^READY ' "$TMP/$_en.out")
-	NA=$(field "$_er" a) NB=$(field "$_er" b) CLEANER=$(field "$_er" cleaner)
-}
 # end a (entered as ip netns exec does) and end b (as nsenter does): both ways work
 in_a() { ip netns exec "$NA" "$@"; }
 in_b() { nsenter --net="/run/netns/$NB" "$@"; }
 # stats NAME DIR KEY: KEY of the last STATS line of direction DIR (a2b, b2a)
-stats() { field "$(grep "^STATS dir=$2 " "$TMP/$1.out" | tail -n 1)" "$3"; }
+stats() { field "$(grep "^STATS dir=$2 " "$TMP/$1.emu" | tail -n 1)" "$3"; }
 # stats_now NAME: new STATS lines asked for (SIGUSR1) and waited for (5 s)
 stats_now() {
-	_sn=$(count_lines "$TMP/$1.out" '^STATS dir=b2a ')
+	_sn=$(count_lines "$TMP/$1.emu" '^STATS dir=b2a ')
 	kill -USR1 "$EMU"
-	busywait 5000 file_has "$TMP/$1.out" '^STATS dir=b2a ' $((_sn + 1))
+	busywait 5000 file_has "$TMP/$1.emu" '^STATS dir=b2a ' $((_sn + 1))
 }
 # leftovers: what is left of the last emulator: its namespaces' names, their mounts, a
 # cleaner that has not exited (a zombie has: its parent's end made it an orphan)
@@ -87,10 +69,7 @@ udp_recv() {
 }
 
 # ---- an 80 ms round trip, 30 ms one way and 50 ms back ----
-if ! emu_start rtt --a2b --delay 30ms --b2a --delay 50ms --seconds 120; then
-	fail pathemu_setup "no READY line: $(cat "$TMP/rtt.err")"
-	exit 0
-fi
+path_up pathemu rtt --a2b --delay 30ms --b2a --delay 50ms --seconds 120
 if ! serve_b srv; then
 	fail pathemu_setup "no server in $NB: $(cat "$TMP/srv.err")"
 	exit 0
@@ -115,7 +94,7 @@ timeout 30 sh -c 'while :; do :; done' &
 b2=$!
 r=$(in_a $PY "$PROBE" rtt 198.18.1.1 5001 12 2>&1)
 kill "$b1" "$b2" 2>/dev/null
-echo "busy: $r (real-time priority: $(field "$(grep '^READY ' "$TMP/rtt.out")" rt))"
+echo "busy: $r (real-time priority: $(field "$(grep '^READY ' "$TMP/rtt.emu")" rt))"
 m=$(field "$r" min_rtt)
 check rtt_min_busy "beside two busy loops: tcpi_min_rtt '$m' us (want 79990..85000): $r" \
 	"$(rtt_ok "$m" && echo ok)" = ok
@@ -123,14 +102,14 @@ check rtt_min_busy "beside two busy loops: tcpi_min_rtt '$m' us (want 79990..850
 kill -TERM "$EMU"
 wait_gone "$EMU" 5
 busywait 5000 nothing_left
-check term_cleanup "left after SIGTERM:$(leftovers); last line '$(tail -n 1 "$TMP/rtt.out")'" \
-	-z "$(leftovers)" -a "$(tail -n 1 "$TMP/rtt.out")" = "END reason=signal"
+check term_cleanup "left after SIGTERM:$(leftovers); last line '$(tail -n 1 "$TMP/rtt.emu")'" \
+	-z "$(leftovers)" -a "$(tail -n 1 "$TMP/rtt.emu")" = "END reason=signal"
 kill "$SRV_PID" 2>/dev/null
 
 # ---- a 20 Mbit/s bottleneck with a 200-packet queue, 10 ms each way ----
-if ! emu_start rate --a2b --rate 20mbit --queue 200 --delay 10ms --b2a --delay 10ms \
+if ! path_start rate --a2b --rate 20mbit --queue 200 --delay 10ms --b2a --delay 10ms \
 	--seconds 120 || ! serve_b srv2; then
-	fail pathemu_setup "no path or server: $(cat "$TMP/rate.err" "$TMP/srv2.err")"
+	fail pathemu_setup "no path or server: $(cat "$TMP/rate.emuerr" "$TMP/srv2.err")"
 	exit 0
 fi
 # a TCP flow (cubic: it fills the queue) for 2.5 s; the bytes that end b's device received
@@ -167,10 +146,7 @@ kill -TERM "$EMU" "$SRV_PID" 2>/dev/null
 wait_gone "$EMU" 5
 
 # ---- loss: 5% at random a to b (with 5 ms + 0..10 ms of jitter), 5% in runs of 4 b to a ----
-if ! emu_start loss --a2b --loss 5% --delay 5ms --jitter 10ms --b2a --burst 5%,4 --seconds 120; then
-	fail pathemu_setup "no path: $(cat "$TMP/loss.err")"
-	exit 0
-fi
+path_up pathemu loss --a2b --loss 5% --delay 5ms --jitter 10ms --b2a --burst 5%,4 --seconds 120
 u=$(udp_recv rand in_b $PY "$PROBE" udprecv 6000 2000 0.5 -- \
 	in_a $PY "$PROBE" udpsend 198.18.1.1 6000 2000 200 10000)
 echo "random loss: $u"
@@ -199,14 +175,14 @@ busywait 5000 nothing_left
 check kill_cleanup "left 5 s after SIGKILL:$(leftovers)" -z "$(leftovers)"
 
 # ---- --mtu 9000, and --seconds: it ends by itself ----
-if emu_start ends --mtu 9000 --seconds 3 && serve_b srv3; then
+if path_start ends --mtu 9000 --seconds 3 && serve_b srv3; then
 	r=$(in_a $PY "$PROBE" rtt 198.18.1.1 5001 2 2>&1)
 	check mtu_asked "tcpi_snd_mss '$(field "$r" snd_mss)' (want 8948: a 9000-byte MTU): $r" \
 		"$(field "$r" snd_mss)" = 8948
 	wait_gone "$EMU" 6
 	busywait 5000 nothing_left
-	check seconds_end "left:$(leftovers); last line '$(tail -n 1 "$TMP/ends.out")'" \
-		-z "$(leftovers)" -a "$(tail -n 1 "$TMP/ends.out")" = "END reason=seconds"
+	check seconds_end "left:$(leftovers); last line '$(tail -n 1 "$TMP/ends.emu")'" \
+		-z "$(leftovers)" -a "$(tail -n 1 "$TMP/ends.emu")" = "END reason=seconds"
 else
-	fail seconds_end "no path or server: $(cat "$TMP/ends.err" "$TMP/srv3.err" 2>/dev/null)"
+	fail seconds_end "no path or server: $(cat "$TMP/ends.emuerr" "$TMP/srv3.err" 2>/dev/null)"
 fi

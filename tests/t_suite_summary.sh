@@ -8,7 +8,7 @@
 
 S=$TMP/suite
 mkdir -p "$S/tests"
-cp "$ROOT/tests/run.sh" "$ROOT/tests/lib.sh" "$S/tests/"
+cp "$ROOT/tests/run.sh" "$ROOT/tests/lib.sh" "$ROOT/tests/lib_root.sh" "$S/tests/"
 printf '. "$(dirname "$0")/lib.sh"\npass adds\nskip v6 "no IPv6 here"\n' >"$S/tests/t_fine.sh"
 printf '. "$(dirname "$0")/lib.sh"\npass first\nfail wrong-sum "2 + 2 is 5, on purpose"\n' \
 	>"$S/tests/t_broken.sh"
@@ -48,7 +48,7 @@ check one-test-only "TESTS=t_fine ran: $(grep '^== ' "$TMP/one.out" | tr '\n' ' 
 # other file has ended; with JOBS=1 no two files overlap at all.
 P=$TMP/par
 mkdir -p "$P/tests"
-cp "$ROOT/tests/run.sh" "$ROOT/tests/lib.sh" "$P/tests/"
+cp "$ROOT/tests/run.sh" "$ROOT/tests/lib.sh" "$ROOT/tests/lib_root.sh" "$P/tests/"
 cat >"$P/tests/t_a.sh" <<'T'
 . "$(dirname "$0")/lib.sh"
 echo "start a" >>"$ST_SUITE_LOG"

@@ -27,13 +27,6 @@ SOMAX=$(cat /proc/sys/net/core/somaxconn)
 WANT=4096
 [ "$SOMAX" -lt "$WANT" ] && WANT=$SOMAX
 
-# nodelay_of PID WHAT: TCP_NODELAY of PID's listener (WHAT "listener") or of its connection
-# with the client's port WHAT, as the kernel has it ("" when there is none)
-nodelay_of() {
-	$PY "$ROOT/tests/py/sockopts_of.py" "$1" 2>/dev/null | awk -v w="$2" '
-		w == "listener" && / listening=1 / { sub(/.*nodelay=/, ""); print; exit }
-		w != "listener" && $4 == "peer=" w { sub(/.*nodelay=/, ""); print; exit }'
-}
 # backlog_of PORT: the backlog in force of the listener on PORT (ss's Send-Q)
 backlog_of() {
 	ss -Hltn "sport = :$1" | awk '{ print $3; exit }'
@@ -183,13 +176,7 @@ if ! start_server -l "$P" ka -- $PY -m http.server --bind 127.0.0.1 --protocol H
 fi
 KA=$SRV_PID
 # keep-alive GETs for 60 s at most (killed when done)
-"$BIN/kaclient" http -n 100000 -T 60 127.0.0.1 "$P" >"$TMP/kc.out" 2>&1 &
-KC=$!
-conn_port() {
-	CP=$(ss -Htn state established "dport = :$P" | awk '{ n = split($3, a, ":"); print a[n]; exit }')
-	[ -n "$CP" ]
-}
-busywait 5000 conn_port
+ka_conn "$P" 60
 check watch_nagle_before "listener NODELAY $(nodelay_of "$KA" listener), connection :$CP \
 $(nodelay_of "$KA" "$CP") (0 each)" "$(nodelay_of "$KA" listener)" = 0 -a \
 	"$(nodelay_of "$KA" "$CP")" = 0

@@ -9,39 +9,13 @@
 # No program, map or link of the iterator is left after any run, by the ids each said.
 . "$(dirname "$0")/lib.sh"
 
-IP=$BIN/iterprobe
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! command -v curl >/dev/null; then
-	skip watch_apply_via "needs root, setpriv and curl"
-	exit 0
-fi
-if ! why=$("$IP" probe); then
-	skip watch_apply_via "$why"
-	exit 0
-fi
-AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
-NOPTRACE="setpriv --bounding-set=-sys_ptrace"
+needs_iterator watch_apply_via setpriv curl
 
-nodelay_of() {
-	$PY "$ROOT/tests/py/sockopts_of.py" "$1" 2>/dev/null | awk -v w="$2" '
-		w == "listener" && / listening=1 / { sub(/.*nodelay=/, ""); print; exit }
-		w != "listener" && $4 == "peer=" w { sub(/.*nodelay=/, ""); print; exit }'
-}
 count() {
 	_c=$(grep -c -- "$2" "$1" 2>/dev/null)
 	echo "${_c:-0}"
 }
 journal_has() { [ "$(count "$1" "\"event\": \"$2\"")" -ge "$3" ]; }
-# none_left NAME FILE: the iterator's runs said in FILE hold nothing in the kernel now
-none_left() {
-	grep 'event=iterator ' "$2" >"$TMP/iter.lines" 2>/dev/null
-	_nl_n=0 _nl_bad=""
-	while read -r _nl; do
-		_nl_n=$((_nl_n + 1))
-		_nl_r=$("$IP" ids "$(field "$_nl" prog_id)" "$(field "$_nl" map_id)" "$(field "$_nl" link_id)")
-		[ "$_nl_r" = "left prog=0 map=0 link=0" ] || _nl_bad="$_nl_bad [$_nl_r]"
-	done <"$TMP/iter.lines"
-	check "$1" "runs $_nl_n, left:${_nl_bad:- none}" "$_nl_n" -ge 1 -a -z "$_nl_bad"
-}
 
 # ---- nagle-delayed-ack: NODELAY through the iterator, and back ----
 P=$(free_port)
@@ -52,13 +26,7 @@ if ! start_server -l "$P" ka -- $AS_NOBODY $PY "$ROOT/tests/py/undumpable.py" ht
 	exit 0
 fi
 KA=$SRV_PID
-"$BIN/kaclient" http -n 100000 -T 90 127.0.0.1 "$P" >"$TMP/kc.out" 2>&1 &
-KC=$!
-conn_port() {
-	CP=$(ss -Htn state established "dport = :$P" | awk '{ n = split($3, a, ":"); print a[n]; exit }')
-	[ -n "$CP" ]
-}
-busywait 5000 conn_port
+ka_conn "$P" 90
 check nodelay_before "listener $(nodelay_of "$KA" listener), connection :$CP $(nodelay_of "$KA" "$CP") (0 each)" \
 	"$(nodelay_of "$KA" listener)/$(nodelay_of "$KA" "$CP")" = 0/0
 J=$TMP/j.jsonl
@@ -82,7 +50,7 @@ while read -r l; do
 	bad="$bad$(schema_problems "$TMP/one.json")"
 done <"$TMP/j.lines"
 check applied_journal_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
-none_left applied_nothing_left "$TMP/w.err"
+iter_none_left applied_nothing_left "$TMP/w.err"
 
 # revert: --via pidfd refuses a change the iterator made; auto takes the iterator again
 cp "$J" "$TMP/j2.jsonl"
@@ -97,7 +65,7 @@ check reverted_kernel "status $rc; listener $(nodelay_of "$KA" listener), connec
 	"$rc" = 0 -a "$(nodelay_of "$KA" listener)/$(nodelay_of "$KA" "$CP")" = 0/0 -a \
 	"$(count "$TMP/r.out" 'event=revert .*option=nodelay .*via=bpf cookie=[0-9]* before=1 after=0')" = 2
 check reverted_marked "$(grep '"event": "revert"' "$J")" "$(count "$J" '"event": "revert"')" = 2
-none_left reverted_nothing_left "$TMP/r.err"
+iter_none_left reverted_nothing_left "$TMP/r.err"
 kill "$KC" "$KA" 2>/dev/null
 
 # ---- accept-queue-overflow under auto: no copy, and the iterator sets no backlog ----

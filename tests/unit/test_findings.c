@@ -3,74 +3,16 @@
  * delayed ACK, quick-ack's request rate, a single retransmit, drops counted nowhere) gives none;
  * every fix is a command that runs as printed (cli/findings/fixes.c), naming the pids that hold
  * what it tunes. */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
+#include "findings_harness.h"
 
-#include "findings/findings.c"
-#include "findings/findings_queue.c"
-#include "findings/findings_memory.c"
-#include "findings/findings_path.c"
-#include "findings/closed.c"
-#include "findings/fixes.c"
-#include "findings/rules.c"
-#include "host/diag.c"
-#include "host/holders.c"
-#include "host/grow.c"
-#include "host/pidinfo.c"
-#include "record.c"
-#include "unit.h"
-
-static struct shared_window d;
-static struct doc_conn conns[8];
-
-/* One listener on 127.0.0.1:8000 (backlog 5, somaxconn 4096), no process visible */
-static void reset(void)
-{
-	memset(&d, 0, sizeof d);
-	memset(conns, 0, sizeof conns);
-	d.nns = 1;
-	d.ns[0].ours = 1;
-	d.ns[0].somaxconn = 4096;
-	d.ns[0].rmem_max = d.ns[0].wmem_max = 4194304;
-	d.ns[0].tcp_mem[2] = 1 << 20;
-	d.elapsed_s = 3;
-	d.nl = 1;
-	d.l[0].family = AF_INET;
-	d.l[0].port = 8000;
-	d.l[0].backlog = 5;
-	d.l[0].nodelay = 0;
-	d.l[0].addr[0] = 127, d.l[0].addr[3] = 1;
-	d.l[0].seen_last = 1;
-	d.l[0].service = -1;
-	d.c = conns;
-}
-
-/* The listener held by pid 4242 (a master; workers may hold its connections), started as
- * "cd /srv && ./srv -p 8000" */
+/* The listener held by pid 4242, started as "cd /srv && ./srv -p 8000" */
 static void owned(void)
 {
-	d.l[0].nowners = 1;
-	d.l[0].owners[0].pid = 4242;
-	d.l[0].service = 0;
+	held();
 	d.l[0].start.known = 1;
 	d.l[0].start.uid = (long)geteuid();
 	snprintf(d.l[0].start.dir, sizeof d.l[0].start.dir, "/srv");
 	snprintf(d.l[0].start.argv, sizeof d.l[0].start.argv, "./srv -p 8000");
-}
-
-static struct doc_conn *conn(void)
-{
-	struct doc_conn *c = &conns[d.nc++];
-	c->listener = 0;
-	c->nodelay = -2;
-	c->samples = 10;
-	c->first_t = 0;
-	c->last_t = 3;
-	c->last.state = TS_ESTABLISHED;
-	c->last.ti.min_rtt = 10;
-	c->pid = c->fd = -1;
-	return c;
 }
 
 /* A fix runs as printed: a command word first (cd ... && one), no placeholder, and no
@@ -91,8 +33,6 @@ static void check_fix(const char *kind, const char *fix)
 	if (!ok || strstr(fix, "PROGRAM") || strstr(fix, "ROUTE-TO") || strstr(fix, "ADDRESS"))
 		CASE_FAIL("%s: the fix '%s' does not run as printed", kind, fix);
 }
-
-static struct doc_findings found;
 
 /* The first finding of that kind (every finding's fixes checked on the way), or NULL */
 static const struct doc_finding *find(const char *kind)
@@ -422,13 +362,8 @@ static void client_nagle_cases(void)
 	reset();
 	owned();
 	d.delack_max_us = 1;
-	struct doc_conn *c = conn();
-	c->first.ti.data_segs_in = c->first.ti.data_segs_out = 10;
-	c->first.ti.segs_out = 20, c->first.ti.bytes_received = c->first.ti.bytes_sent = 100;
-	c->last.ti.data_segs_in = c->last.ti.data_segs_out = 10 + 141;
-	c->last.ti.segs_out = 20 + 141 + 136;
-	c->last.ti.bytes_received = c->last.ti.bytes_sent = 100 + 1410;
-	c->max_ato = 40000, c->nodelay = 1, c->pid = 5001;
+	struct doc_conn *c = client_nagle_conn();
+	c->pid = 5001;
 	const char *sure = "";
 	if (!has("delayed-ack-client-nagle", &sure) || strcmp(sure, "medium") != 0 ||
 	    has("delayed-ack-two-write", NULL) || has("nagle-delayed-ack", NULL))

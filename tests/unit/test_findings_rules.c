@@ -5,64 +5,8 @@
  * takes; and the names revert takes back from a journal: the cures' keys ("backlog",
  * "nodelay"), no other (a label, another option of the table, a near miss).  A new finding
  * is a row of the table and a row of cases[] here. */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-
-#include "findings/findings.c"
-#include "findings/findings_queue.c"
-#include "findings/findings_memory.c"
-#include "findings/findings_path.c"
-#include "findings/closed.c"
-#include "findings/fixes.c"
-#include "findings/rules.c"
-#include "host/diag.c"
-#include "host/holders.c"
-#include "host/grow.c"
-#include "host/pidinfo.c"
+#include "findings_harness.h"
 #include "host/sockcopy.h"
-#include "record.c"
-#include "unit.h"
-
-static struct shared_window d;
-static struct doc_conn conns[4];
-static struct doc_findings found;
-
-/* One listener on 127.0.0.1:8000 (backlog 5, somaxconn 4096), held by pid 4242 */
-static void reset(void)
-{
-	memset(&d, 0, sizeof d);
-	memset(conns, 0, sizeof conns);
-	d.nns = 1;
-	d.ns[0].ours = 1;
-	d.ns[0].somaxconn = 4096;
-	d.ns[0].rmem_max = d.ns[0].wmem_max = 4194304;
-	d.ns[0].tcp_mem[2] = 1 << 20;
-	d.elapsed_s = 3;
-	d.nl = 1;
-	d.l[0].family = AF_INET;
-	d.l[0].port = 8000;
-	d.l[0].backlog = 5;
-	d.l[0].nodelay = 0;
-	d.l[0].addr[0] = 127, d.l[0].addr[3] = 1;
-	d.l[0].seen_last = 1;
-	d.l[0].nowners = 1;
-	d.l[0].owners[0].pid = 4242;
-	d.l[0].service = 0;
-	d.c = conns;
-}
-
-static struct doc_conn *conn(void)
-{
-	struct doc_conn *c = &conns[d.nc++];
-	c->nodelay = -2;
-	c->samples = 10;
-	c->last_t = 3;
-	c->last.state = TS_ESTABLISHED;
-	c->last.ti.min_rtt = 10;
-	c->pid = c->fd = -1;
-	return c;
-}
 
 /* ---- a window for each finding (the numbers of test_findings' cases) ---- */
 
@@ -102,13 +46,7 @@ static void w_two_write(void) /* 68 requests in 136 pieces over 3 s, ato 40 ms *
 
 static void w_client_nagle(void) /* MQTT at QoS 1 against NODELAY on the server */
 {
-	struct doc_conn *c = conn();
-	c->first.ti.data_segs_in = c->first.ti.data_segs_out = 10;
-	c->first.ti.segs_out = 20, c->first.ti.bytes_received = c->first.ti.bytes_sent = 100;
-	c->last.ti.data_segs_in = c->last.ti.data_segs_out = 10 + 141;
-	c->last.ti.segs_out = 20 + 141 + 136;
-	c->last.ti.bytes_received = c->last.ti.bytes_sent = 100 + 1410;
-	c->max_ato = 40000, c->nodelay = 1;
+	client_nagle_conn();
 }
 
 static void w_rwnd(void) /* 75% of busy time waiting for the client's window */
@@ -263,6 +201,7 @@ static void where_cases(void)
 		if (r < 0)
 			continue;
 		reset();
+		held();
 		cases[k].window();
 		int in_doctor = found_in(DOC_IN_DOCTOR, cases[k].kind);
 		int in_watch = found_in(DOC_IN_WATCH, cases[k].kind);
@@ -272,6 +211,7 @@ static void where_cases(void)
 			          cases[k].kind, in_doctor, in_watch, cases[k].where, doc_rules[r].where);
 	}
 	reset();
+	held();
 	if (found_in(DOC_IN_BOTH, "") || found.n)
 		CASE_FAIL("a quiet window: no finding (%d, the first %s)", found.n,
 		          found.n ? found.f[0].kind : "");
