@@ -98,7 +98,7 @@ CG=$MNT/socktune-via-test-$$
 if [ -z "$MNT" ] || ! mkdir "$CG" 2>"$TMP/mkdir.err"; then
 	skip pid_tied "no test cgroup under '$MNT': $(cat "$TMP/mkdir.err" 2>/dev/null)"
 else
-	AT_EXIT="kill_jobs; for p in \$(cat '$CG/cgroup.procs' 2>/dev/null); do kill \$p 2>/dev/null; done; busywait 3000 rmdir '$CG'"
+	AT_EXIT=cg_cleanup
 	P=$(free_port) P2=$(free_port)
 	start_server -t 10 tied -- sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG" \
 		$AS_NOBODY $PY "$PAIR" serve --port "$P" --undumpable --wait 60
