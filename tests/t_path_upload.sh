@@ -37,9 +37,10 @@ finding "$TMP/doc.json" receive-buffer-limited fix >"$TMP/fixes"
 echo "doctor: $(kinds "$TMP/doc.json" | tr '\n' ' '); rcvbuf $(ev rcvbuf.effective), $(ev unread_bytes) unread, window $(ev rcv_wnd_bytes), bodies up to $(ev body_bytes); fixes: $(tr '\n' '|' <"$TMP/fixes")"
 check path_upload.doctor "doctor's findings: $(kinds "$TMP/doc.json" | tr '\n' ' ') ($(cat "$TMP/doc.err"))" \
 	-n "$(kinds "$TMP/doc.json" | grep -x receive-buffer-limited)"
+UNREAD=$(ev unread_bytes) RCVBUF=$(ev rcvbuf.effective) WND=$(ev rcv_wnd_bytes) BODY=$(ev body_bytes)
 check path_upload.evidence "rcvbuf '$(ev rcvbuf.effective)' with '$(ev unread_bytes)' unread (want half or more), window '$(ev rcv_wnd_bytes)' (want under 4 segments, 5792), body '$(ev body_bytes)' (want 400000 or more)" \
-	"$(( $(ev unread_bytes) * 2 ))" -ge "$(ev rcvbuf.effective)" -a "$(ev rcv_wnd_bytes)" -lt 5792 -a \
-	"$(ev body_bytes)" -ge 400000
+	"$(( ${UNREAD:-0} * 2 ))" -ge "${RCVBUF:-1}" -a "${WND:-5792}" -lt 5792 -a \
+	"${BODY:-0}" -ge 400000
 check path_upload.fix_form "the fix: $(sed -n 1p "$TMP/fixes") (want socktune attach --rcvbuf 1M --ports 5001 $SRV)" \
 	"$(sed -n 1p "$TMP/fixes")" = "socktune attach --rcvbuf 1M --ports 5001 $SRV"
 
