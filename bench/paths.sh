@@ -438,14 +438,7 @@ paths_table() {
 	echo
 	echo "| case | metric | RTT (ms) | before | after | floor | before / floor | after / floor |"
 	echo "|---|---|---|---|---|---|---|---|"
-	awk -F'|' -v cap=$((P_GET_TIMEOUT * 1000000)) '
-		function median(key,    n, i, j, t, a) {
-			n = cnt[key]
-			if (!n) return ""
-			for (i = 1; i <= n; i++) a[i] = val[key, i]
-			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		}
+	awk -F'|' -v cap=$((P_GET_TIMEOUT * 1000000)) "$AWK_MEDIAN"'
 		function fmt(x, unit) {
 			if (x == "") return "n/a"
 			if (unit == "ms") return sprintf(x < 10000 ? "%.2f" : "%.1f", x / 1000)

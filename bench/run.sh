@@ -602,6 +602,17 @@ print(s["listener_sample_us"], s["connection_sample_us"], s["max_connections_in_
 	stop "$c" "$s"
 done
 
+# median(key): the median of val[key, 1..cnt[key]], "" when there is none: an awk function
+# put in front of the programs that summarize rounds (below, and paths.sh's)
+AWK_MEDIAN='
+function median(key,    n, i, j, t, a) {
+	n = cnt[key]
+	if (!n) return ""
+	for (i = 1; i <= n; i++) a[i] = val[key, i]
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}'
+
 # ---- case 9: what socktune watch costs at N connections (bench/watchcost.sh) ----
 . "$ROOT/bench/watchcost.sh"
 c9_run
@@ -684,14 +695,7 @@ else
 	echo "5 overhead, cgroup mode (--cgroup --nodelay)|skipped: $(echo "$CG_SKIP" | tr '|' '/')|none|plain|cg|n" >>"$OUT/rows"
 fi
 # Median of the rounds for each key; a row's key may be a sum of keys ("a+b").
-awk -F'|' '
-	function median(key,    n, i, j, t, a) {
-		n = cnt[key]
-		if (!n) return ""
-		for (i = 1; i <= n; i++) a[i] = val[key, i]
-		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+awk -F'|' "$AWK_MEDIAN"'
 	function get(keys, v,    k, n, i, s, m) {
 		n = split(keys, k, "+"); s = 0
 		for (i = 1; i <= n; i++) { m = median(k[i] "." v); if (m == "") return ""; s += m }
