@@ -279,9 +279,10 @@ valgrind:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-# Each target links common/; fuzz_cli also the command's option parser and its target reader,
+# Each target links common/; fuzz_cli also the command's option parser, its target reader and
+# --via's (with the record layer it writes to),
 # as the command does.
-build-fuzz/fuzz_cli: cli/args.c cli/usage.c cli/target.c
+build-fuzz/fuzz_cli: cli/args.c cli/usage.c cli/target.c cli/via.c cli/record.c
 # fuzz_journal: the journal's line reader, and the record layer that writes the lines
 build-fuzz/fuzz_journal: cli/journal.c cli/record.c
 build-fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMMON_SRC) $(HDRS)
