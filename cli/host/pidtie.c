@@ -220,10 +220,14 @@ static int match_holds(int ns, void *arg)
 	return holds(ns, arg);
 }
 
+/* ns is the namespace of inode *arg: that inode on nsfs (the device of every namespace file,
+ * ours included), not a file of that number elsewhere (/run is a tmpfs anyone with write
+ * access there fills) */
 static int match_ino(int ns, void *arg)
 {
-	struct stat st;
-	return fstat(ns, &st) == 0 && (unsigned long long)st.st_ino == *(unsigned long long *)arg;
+	struct stat st, self;
+	return fstat(ns, &st) == 0 && stat("/proc/self/ns/net", &self) == 0 &&
+	       st.st_dev == self.st_dev && (unsigned long long)st.st_ino == *(unsigned long long *)arg;
 }
 
 static int same_as_ours(int fd)
