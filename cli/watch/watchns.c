@@ -178,13 +178,16 @@ void watch_scan_ns(struct watch *w)
 		/* the namespaces ip netns and container runtimes keep in /run/netns: opened with
 		 * no ptrace access to any process in them (those of other users' pods, where
 		 * /proc/PID/ns/net is refused) */
-		DIR *run = opendir("/run/netns");
+		/* (a namespace file is on nsfs, as ours is: a plain file there is none) */
+		struct stat nsfs;
+		DIR *run = stat("/proc/self/ns/net", &nsfs) == 0 ? opendir("/run/netns") : NULL;
 		for (struct dirent *e; run && (e = readdir(run));) {
 			char path[128];
 			struct stat st;
 			if (e->d_name[0] == '.' ||
 			    (size_t)snprintf(path, sizeof path, "/run/netns/%s", e->d_name) >= sizeof path ||
-			    stat(path, &st) != 0 || !find_or_new(w, (unsigned long long)st.st_ino))
+			    stat(path, &st) != 0 || st.st_dev != nsfs.st_dev ||
+			    !find_or_new(w, (unsigned long long)st.st_ino))
 				continue;
 			seen(w, (unsigned long long)st.st_ino, -1, mine, path);
 		}
