@@ -86,6 +86,18 @@ if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46,
 		grep -q 'wait for this server.s delayed ACK' "$TMP/pub.err" && break
 	done
 	said=$(grep "^socktune pid=$srv level=warn event=client-nagle-stall fd=[0-9]* addr=127.0.0.1:$MQ .*note=\"its peers now wait for this server's delayed ACK" "$TMP/pub.err")
+	# Nothing said in 5 tries: was there a moved stall to say?  A new client of the listener
+	# attach set NODELAY on shows it (most exchanges over 20 ms) or not (the kernel's
+	# quick-ack heuristics answered in time on this run): then both checks are skipped, said
+	probe=""
+	[ -z "$said" ] && probe=$(timeout 15 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 30)
+	if [ -z "$said" ] && [ "$(field "$probe" n)" = 30 ] && [ "$(field "$probe" over)" -le 5 ]; then
+		skip attach_nodelay_moves_stall "no moved stall in 5 tries here: a new client after NODELAY: $probe"
+		skip attach_nodelay_moved_stall_cured "no moved stall to cure: $probe"
+		kill "$srv" 2>/dev/null
+		wait "$srv" 2>/dev/null || :
+		exit 0
+	fi
 	check attach_nodelay_moves_stall "want the moved stall said: $(cat "$TMP/pub.attach") $(cat "$TMP/pub.err")" \
 		-n "$said" -a -n "$(grep 'event=attach-connection .*nodelay=1' "$TMP/pub.attach")"
 	fix=$(field "$said" fix.0)
