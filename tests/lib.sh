@@ -29,6 +29,9 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 lib_exit() {
+	# (a second signal, run.sh's or timeout(1)'s, must not cut the cleanup short: a namespace
+	# or cgroup of the test would be left on the host)
+	trap '' HUP INT TERM
 	[ -n "$AT_EXIT" ] && eval "$AT_EXIT"
 	kill_jobs
 	cleanup_ns $NS_LIST
