@@ -66,11 +66,15 @@ fi
 BB=$B/bench
 MQ=$(free_port)
 if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46, 5000)' 2>/dev/null; then
-	env BENCH_LIFETIME=40 "$BB/bsrv" pub 127.0.0.1 "$MQ" >"$TMP/pub.out" 2>&1 &
+	env BENCH_LIFETIME=120 "$BB/bsrv" pub 127.0.0.1 "$MQ" >"$TMP/pub.out" 2>&1 &
 	srv=$!
 	"$BB/bcli" wait 127.0.0.1 "$MQ" 2>/dev/null
-	# the stall is a race of timers: up to 5 clients, each attached to while it runs
-	for try in 1 2 3 4 5; do
+	# the stall is a race of timers: after NODELAY a connection either stalls on most
+	# exchanges or on few (the server's delayed-ACK mode; measured by hand, 2 of 6 new
+	# connections stalled): up to 20 clients, each attached to while it runs, 60 s at most
+	t_end=$(($(date +%s) + 60))
+	for try in $(seq 1 20); do
+		[ "$(date +%s)" -lt "$t_end" ] || break
 		# (the server's end of the last client's connection gone first: a slow server, under
 		# a sanitizer, still held it, and the wait below took it for the new client's)
 		busywait 5000 sh -c "! ss -Htn state established '( sport = :$MQ )' | grep -q ."
@@ -86,13 +90,22 @@ if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46,
 		grep -q 'wait for this server.s delayed ACK' "$TMP/pub.err" && break
 	done
 	said=$(grep "^socktune pid=$srv level=warn event=client-nagle-stall fd=[0-9]* addr=127.0.0.1:$MQ .*note=\"its peers now wait for this server's delayed ACK" "$TMP/pub.err")
-	# Nothing said in 5 tries: was there a moved stall to say?  A new client of the listener
-	# attach set NODELAY on shows it (most exchanges over 20 ms) or not (seen once in CI: 2
-	# of 30 over 20 ms): then both checks are skipped, said
-	probe=""
-	[ -z "$said" ] && probe=$(timeout 15 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 30)
-	if [ -z "$said" ] && [ "$(field "$probe" n)" = 30 ] && [ "$(field "$probe" over)" -le 5 ]; then
-		skip attach_nodelay_moves_stall "no moved stall in 5 tries here: a new client after NODELAY: $probe"
+	# Nothing said in those tries: was there a moved stall to say?  A new client of the listener
+	# attach set NODELAY on shows it (half or more of its exchanges over 20 ms) or not (a
+	# connection that does not stall has a few: 2 to 7 of 30 seen): then both checks are
+	# skipped, said
+	# (up to 5 new clients, as a connection stalls or not: one that stalls is enough to say
+	# the stall was there to be found)
+	probe="" stalled=0
+	for p in 1 2 3 4 5; do
+		[ -z "$said" ] || break
+		probe=$(timeout 15 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 30)
+		[ "$(field "$probe" n)" = 30 ] && [ "$(field "$probe" over)" -lt 15 ] && continue
+		stalled=1
+		break
+	done
+	if [ -z "$said" ] && [ "$stalled" = 0 ]; then
+		skip attach_nodelay_moves_stall "no moved stall in $try tries here, nor in 5 new clients after NODELAY (the last: $probe)"
 		skip attach_nodelay_moved_stall_cured "no moved stall to cure: $probe"
 		kill "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null || :
