@@ -21,13 +21,15 @@ echo "plain: $before"
 check path_upload.plain "the client's sending held by the server's window: $before (want 200 ms of rwnd-limited time or more over 2 uploads)" \
 	"$(field "$before" rwnd_limited_us)" -ge 200000
 
-# doctor's window with uploads in it: up to 3 windows, for a machine so loaded that a window
-# held no sample of a full buffer (each upload holds one for the 0.5 s its reader waits)
+# doctor's window with uploads in it: 6 uploads in a window of 8 s, up to 3 windows.  Each
+# upload holds a full buffer for a few hundred ms of the 0.5 s its reader waits, and doctor
+# samples connections every 200 ms or, when a sample costs more CPU (a sanitizer build), as
+# much as 20 times that CPU apart: one window's 2 uploads were once all missed in CI
 for try in 1 2 3; do
-	"$CLI" doctor --json --seconds 3 "$SRV" >"$TMP/doc.json" 2>"$TMP/doc.err" &
+	"$CLI" doctor --json --seconds 8 "$SRV" >"$TMP/doc.json" 2>"$TMP/doc.err" &
 	D=$!
 	wait_file "$TMP/doc.err" '^socktune: doctor: watching ' 10
-	in_a $PY "$PF" upload 198.18.1.1 5001 400000 2 >/dev/null
+	in_a $PY "$PF" upload 198.18.1.1 5001 400000 6 >/dev/null
 	wait "$D"
 	kinds "$TMP/doc.json" | grep -qx receive-buffer-limited && break
 	echo "# window $try: doctor named $(kinds "$TMP/doc.json" | tr '\n' ' ')"
