@@ -7,8 +7,9 @@
 # IPv6) leave at once: 2 round trips.  Counted, not timed: the flights are the client's
 # kernel receive times (SO_TIMESTAMPNS) more than half tcpi_min_rtt apart, in every
 # connection; the token's time over tcpi_min_rtt is 4 at least plain (3.9: the emulator's
-# spread) and at most 2.2 under --initcwnd 40 (2 round trips + 10%: the median of the
-# connections); the server's end read tcpi_snd_cwnd 10 and 40 at accept; and the wrapper
+# spread) and under 2.5 under --initcwnd 40 (the median of the connections nearer 2 round
+# trips than 3: a CI run beside 5 other test files saw 2.19 to 2.34 on IPv6, 2.00 on
+# IPv4); the server's end read tcpi_snd_cwnd 10 and 40 at accept; and the wrapper
 # read initcwnd=40 back.  Both ends run at real-time priority, as pathemu does, so that a
 # loaded machine delays no step of theirs: beside two busy loops it holds.  The server is
 # started as nsenter --net= does (ip netns exec would hide cgroup v2: a fresh /sys).
@@ -42,8 +43,8 @@ check cgroup_read_back "the wrapper's line: $(grep 'event=cgroup' "$TMP/iw.err" 
 tokens() {
 	in_a $RT "$PCLI" token "$2" "$3" $PREAMBLE 4 50 >"$TMP/$1" 2>&1
 }
-# at_most A B / at_least A B: decimals compared
-at_most() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+# below A B / at_least A B: decimals compared
+below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
 at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b + 0) }'; }
 
 for fam in 4 6; do
@@ -56,9 +57,9 @@ for fam in 4 6; do
 	check plain_v$fam.four_round_trips "want 3 flights of data in each of 4 connections, the token at 3.9 x tcpi_min_rtt or later$([ -z "$RT" ] && echo ' (not at real-time priority)'): $p" \
 		"$(field "$p" n)" = 4 -a "$(field "$p" flights_min)" = 3 -a "$(field "$p" flights_max)" = 3 -a \
 		"$(at_least "$(field "$p" rt_min)" 3.9 && echo ok)" = ok
-	check initcwnd40_v$fam.two_round_trips "want 1 flight of data in each of 4 connections, the token at 2.2 x tcpi_min_rtt at most (median)$([ -z "$RT" ] && echo ' (not at real-time priority)'): $w" \
+	check initcwnd40_v$fam.two_round_trips "want 1 flight of data in each of 4 connections, the token before 2.5 x tcpi_min_rtt (median: nearer 2 round trips than 3)$([ -z "$RT" ] && echo ' (not at real-time priority)'): $w" \
 		"$(field "$w" n)" = 4 -a "$(field "$w" flights_min)" = 1 -a "$(field "$w" flights_max)" = 1 -a \
-		"$(at_most "$(field "$w" rt_p50)" 2.2 && echo ok)" = ok
+		"$(below "$(field "$w" rt_p50)" 2.5 && echo ok)" = ok
 done
 # the server's end, at accept: tcpi_snd_cwnd (each connection's line: 8 of them)
 cw() { grep "^CONN req=t n=$PREAMBLE ok=1 " "$1" | sed -n 's/.* cwnd0=\([0-9]*\).*/\1/p' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'; }
