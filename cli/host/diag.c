@@ -74,13 +74,12 @@ int diag_enter(int pid)
 		return DIAG_SAME_NS;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
-	int ns = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	int err = ns < 0 || self < 0 ? errno : setns(ns, CLONE_NEWNET) != 0 ? errno : 0;
-	if (ns >= 0)
-		close(ns);
-	if (err && self >= 0)
-		close(self);
-	return err ? -err : self;
+	int ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return -errno;
+	int self = diag_enter_fd(ns);
+	close(ns);
+	return self;
 }
 
 void diag_leave(int self)
