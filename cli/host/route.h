@@ -27,7 +27,7 @@ struct route_path {
 	int cgroup;              /* judged for check --cgroup */
 	int unusable;            /* ... where the cgroup mode cannot run (check's cgmode) */
 	int peer_match;          /* addr is in a --peer prefix (1 without --peer) */
-	char scope[600];         /* the program's connections, in words */
+	char scope[800];         /* the program's connections, in words */
 	char peers[400];         /* --peer's prefixes ("" none) */
 	struct path_value v[PATH_COUNT];
 };
