@@ -11,30 +11,37 @@ if ! $PY -c 'import os; os.pidfd_open(os.getpid())' 2>/dev/null; then
 	exit 0
 fi
 LISTENER='import socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True); time.sleep(float(sys.argv[1]))'
+# (the target exits once attach has said it tuned it, when the file FILE appears: at most
+# 60 s; a fixed lifetime ran out before a sanitizer build's attach had opened it)
+UNTIL='import os,socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True)
+end = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < end: time.sleep(0.02)'
 bad=2147483646
 
-# stdin a pipe nobody writes to (as a terminal is: never readable), then /dev/null
-start_server good -- $PY -c "$LISTENER" 1.5
+# stdin a pipe nobody writes to (as a terminal is: never readable) while attach runs, then
+# /dev/null
+start_server good -- $PY -c "$UNTIL" "$TMP/good.go"
 good=$SRV_PID
-sleep 20 | "$CLI" attach --follow --nodelay $bad "$good" >"$TMP/f1.out" 2>"$TMP/f1.err" &
+mkfifo "$TMP/stdin1"
+sleep 90 >"$TMP/stdin1" &
+writer=$!
+"$CLI" attach --follow --nodelay $bad "$good" <"$TMP/stdin1" >"$TMP/f1.out" 2>"$TMP/f1.err" &
 fol=$!
+wait_file "$TMP/f1.out" "pid=$good level=info event=attach " 30
+touch "$TMP/good.go"
 busywait 8000 gone $fol
 ended=$(gone $fol && echo yes || echo no)
-kill $fol 2>/dev/null
+kill $fol $writer 2>/dev/null
 check follow_bad_pid_ends "ended: $ended; stderr: $(cat "$TMP/f1.err")" "$ended" = yes -a \
 	"$(count_lines "$TMP/f1.err" "^socktune: attach $good: exited$")" = 1 -a \
 	"$(count_lines "$TMP/f1.err" "^socktune: attach $bad: pidfd_open: No such process")" = 1 -a \
 	"$(count_lines "$TMP/f1.err" 'attach 0:')" = 0
 
-# (the target exits once attach has said it tuned it: at most 20 s)
-UNTIL='import os,socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True)
-end = time.monotonic() + 20
-while not os.path.exists(sys.argv[1]) and time.monotonic() < end: time.sleep(0.02)'
 start_server good2 -- $PY -c "$UNTIL" "$TMP/good2.go"
 good=$SRV_PID
 "$CLI" attach --follow --nodelay $bad "$good" </dev/null >"$TMP/f2.out" 2>"$TMP/f2.err" &
 fol=$!
-wait_file "$TMP/f2.out" "pid=$good level=info event=attach " 20
+wait_file "$TMP/f2.out" "pid=$good level=info event=attach " 30
 touch "$TMP/good2.go"
 busywait 8000 gone $fol
 wait $fol

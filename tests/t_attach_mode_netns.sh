@@ -44,16 +44,21 @@ wrapper=$SRV_PID
 # is, and let go within a walk of the family once none is (the program, a shell outside it,
 # still running)
 # (ss names a netlink socket's process as tcpdiag:COMM/PID)
-# (the count the wait saw is the one checked: the worker lives 5 s, and a walk of every
-# process's descriptors by ss under load can take a good part of that)
+# (the count the wait saw is the one checked: the worker lives until the test has seen the
+# socket, 30 s at most, or 60 s without a word; a walk of every process's descriptors by ss
+# under load, and a sanitizer build's wrapper, can take many seconds)
+UNTIL='import os,socket,sys,time; l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(5); print("PORT", l.getsockname()[1], flush=True)
+end = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < end: time.sleep(0.02)'
 nl_held() { ip netns exec "$NS" ss -H -f netlink -p 2>/dev/null | grep -c "/$1 "; }
 nl_some() { during=$(nl_held "$1"); [ "$during" -ge 1 ]; }
 nl_none() { [ "$(nl_held "$1")" = 0 ]; }
-if start_server gone -- "$CLI" --attach -- sh -c "ip netns exec $NS $PY -c '$SERVE' 5; sleep 25"; then
+if start_server gone -- "$CLI" --attach -- sh -c "ip netns exec $NS $PY -c '$UNTIL' '$TMP/gone.go'; exec sleep 60"; then
 	gw=$SRV_PID
 	during=0
-	busywait 4000 nl_some "$gw"
-	busywait 10000 nl_none "$gw"
+	busywait 30000 nl_some "$gw"
+	touch "$TMP/gone.go"
+	busywait 20000 nl_none "$gw"
 	after=$(nl_held "$gw")
 	check mode_netns_let_go "the wrapper's netlink sockets in the namespace: $during while the worker ran, $after after (want 1, 0)" \
 		"$during" -ge 1 -a "$after" = 0 -a -n "$(ps -o pid= -p "$gw")"

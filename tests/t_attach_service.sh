@@ -16,16 +16,17 @@ fi
 sendq() { ss -Hltn "sport = :$1" | awk '{ print $3; exit }'; }
 
 # a backend the server connects to (outgoing), then the server: two listeners of 4096, a
-# connection accepted on each, the outgoing one
+# connection accepted on each, the outgoing one (all there for 600 s, ended below: a
+# sanitizer build's attach runs on a loaded machine outlasted 30 s)
 start_server backend -- $PY -c '
 import socket, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(5)
 print("PORT", l.getsockname()[1], flush=True)
-c = l.accept(); time.sleep(30)'
+c = l.accept(); time.sleep(600)'
 backend=$SRV_PID
-start_server svc -- $PY "$ROOT/tests/py/svcserver.py" "$SRV_PORT"
+start_server svc -- $PY "$ROOT/tests/py/svcserver.py" "$SRV_PORT" 600
 svc=$SRV_PID
-busywait 5000 file_has "$TMP/svc.out" '^PORTS '
+busywait 30000 file_has "$TMP/svc.out" '^PORTS '
 set -- $(sed -n 's/^PORTS //p' "$TMP/svc.out")
 pa=$1 pb=$2
 nodelay() { # the server's own getsockopt of its connections, KEY a, b or out
@@ -58,6 +59,7 @@ check connections_client_marked "outgoing TCP_NODELAY $(nodelay out) (want 1): $
 	"$(nodelay out)" = 1 -a \
 	-n "$(grep "^socktune pid=$svc level=info event=attach-client fd=[0-9]* addr=127.0.0.1:[0-9]* peer=127.0.0.1:$bport via=pidfd nodelay=1$" "$TMP/client.out")"
 kill "$svc" "$backend" 2>/dev/null
+wait "$svc" "$backend" 2>/dev/null
 
 # a worker's live connection, reached through the master's pid: TCP_NODELAY read back by the
 # worker, requests over 30 ms before and after, the line naming the worker

@@ -207,14 +207,24 @@ for i in 0 1 2 3 4 5 6 7; do
 	wait "$w" 2>/dev/null
 	early="$early $w"
 done
-for w in $early; do # (a program that started: ended here, as a server's own end)
-	for p in $(cat "$MNT${ROOTCG%/}/socktune-$w/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
-done
-sleep 0.2
+# setup_ended: no process left in the cgroups of those wrappers (each a program that started,
+# ended here, as a server's own end, and waited for: a cgroup that still holds one is not
+# swept); those still there in $in_setup
+setup_ended() {
+	in_setup=""
+	for w in $early; do
+		for p in $(cat "$MNT${ROOTCG%/}/socktune-$w/cgroup.procs" 2>/dev/null); do
+			kill "$p" 2>/dev/null
+			in_setup="$in_setup $p"
+		done
+	done
+	[ -z "$in_setup" ]
+}
+busywait 15000 setup_ended
 "$CLI" --cgroup --initcwnd 40 -- true 2>"$TMP/sweep.err"
 left=""
 for w in $early; do
 	[ -e "$MNT${ROOTCG%/}/socktune-$w" ] && left="$left socktune-$w"
 done
-check cgroup_owned.killed_in_setup_swept "left:$left; records: $(ls "$RUNTIME_DIRECTORY" | grep '^cg-' | tr '\n' ' '); $(head -c 600 "$TMP/sweep.err")" \
+check cgroup_owned.killed_in_setup_swept "left:$left; processes still in them after 15 s:${in_setup:- none}; records: $(ls "$RUNTIME_DIRECTORY" | grep '^cg-' | tr '\n' ' '); $(head -c 600 "$TMP/sweep.err")" \
 	-z "$left" -a -z "$(ls "$RUNTIME_DIRECTORY" | grep '^cg-')"

@@ -13,12 +13,13 @@ between() {
 }
 
 # a listener to look at, under the preload so that it writes a stats file (tserver waits for
-# one connection, 30 s at most)
-if ! ts_start srv SOCKTUNE_STATS="$TMP/stats" LD_PRELOAD="$LIB" -- -4 -n 1 -t 30; then
+# one connection, 300 s at most: it outlives every step below, a sanitizer build's too, and
+# is ended at the end)
+if ! ts_start srv SOCKTUNE_STATS="$TMP/stats" LD_PRELOAD="$LIB" -- -4 -n 1 -t 300; then
 	fail opt_equals.server "tserver did not start: $(cat "$TMP/srv.err")"
 	exit 0
 fi
-port=$SRV_PORT
+port=$SRV_PORT srv=$SRV_PID
 busywait 5000 test -s "$TMP/stats"
 
 # ---- doctor --seconds: the window it watched (window_s; the default is 5) ----
@@ -85,3 +86,5 @@ refused watch_apply_netns "watch --apply-netns: widens what --apply may change" 
 	watch --apply-netns=all --textfile="$TMP/x.prom"
 refused doctor_seconds "doctor --seconds abc: a number of seconds" doctor --seconds=abc
 refused revert_empty "revert --journal: missing PATH" revert --journal=
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null || :

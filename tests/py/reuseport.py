@@ -2,11 +2,21 @@
 exec'd with it (the parent closes its copy).   reuseport.py N SECONDS [one]
 With "one", this process holds all N itself (an SO_REUSEPORT group of one server), none
 accepting.  Backlog 5 each.
-Prints "PIDS pid..." (the holders) and "PORT n", then waits SECONDS."""
-import os, socket, subprocess, sys, time
+Prints "PIDS pid..." (the holders) and "PORT n", then waits SECONDS.  SIGTERM ends the
+holders started so far with it (a test that ends early leaves none for SECONDS)."""
+import os, signal, socket, subprocess, sys, time
 
 n, secs, port, ps, ls = int(sys.argv[1]), sys.argv[2], 0, [], []
 one = sys.argv[3:] == ["one"]
+
+
+def end(*_):
+    for p in ps:
+        p.kill()
+    sys.exit(143)
+
+
+signal.signal(signal.SIGTERM, end)
 for _ in range(n):
     l = socket.socket()
     l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
