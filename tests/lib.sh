@@ -282,10 +282,12 @@ setup_ns() {
 	done
 }
 
-# cleanup_ns NAME...: remove these network namespaces now; returns 1 when one would not go.
+# cleanup_ns NAME...: remove these network namespaces now, with any process left in them
+# (only this test's: it made them, by a unique name); returns 1 when one would not go.
 cleanup_ns() {
 	_ns_rc=0 _ns_keep=""
 	for _ns in "$@"; do
+		ip netns pids "$_ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 		ip netns del "$_ns" 2>/dev/null || _ns_rc=1
 	done
 	for _ns in $NS_LIST; do
