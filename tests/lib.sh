@@ -490,6 +490,18 @@ cured_within() {
 	done
 	return 0
 }
+# kaget_again GOFILE OUTFILE: tests/py/kaget.py's next requests on its open connection
+# (GOFILE made; its line in OUTFILE within 15 s); OVER: those over 30 ms ("" none came).
+# kaget_end GOFILE: it closes the connection and ends (GOFILE says so, renamed in whole).
+kaget_again() {
+	_ka_n=$(count_lines "$2" '^nodelay=')
+	: >"$1"
+	busywait 15000 file_has "$2" '^nodelay=' $((_ka_n + 1))
+	OVER=$(sed -n 's/^after=//p' "$2" | sed -n "$((_ka_n + 1))p")
+}
+kaget_end() {
+	echo end >"$1.end" && mv "$1.end" "$1"
+}
 
 # ---- socktune doctor's JSON report ----
 
