@@ -339,6 +339,10 @@ start_server() {
 		_sv_k=$((_sv_k - 1))
 		if [ -z "$_sv_sep" ] && [ "$_sv_a" = "--" ]; then _sv_sep=1; else set -- "$@" "$_sv_a"; fi
 	done
+	# (emptied here first: the background command's own redirection comes when it runs,
+	# and till then a NAME started before has its PORT line there, its port read as this one's)
+	: >"$TMP/$_sv_name.out"
+	: >"$TMP/$_sv_name.err"
 	# shellcheck disable=SC2086 # the wrapper words are split on purpose
 	${SRV_WRAP:-} env "$@" >"$TMP/$_sv_name.out" 2>"$TMP/$_sv_name.err" &
 	SRV_PID=$!
