@@ -18,7 +18,7 @@ run() {
 }
 # run_on NAME FAMILY: run, OVER its requests over 30 ms
 run_on() {
-	run "$@"
+	run "$@" || return
 	OVER=$(json_get "$TMP/$1.out" over)
 }
 
