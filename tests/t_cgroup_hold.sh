@@ -249,4 +249,4 @@ rc=$?
 line=$(grep 'event=cgroup_detach' "$TMP/det.out")
 check cgroup_hold_attach.override_said "status $rc: $line $(head -c 300 "$TMP/det.err") (want $TRY refused: a connection a try)" \
 	"$rc" = 0 -a "$(field "$line" app_overrides_refused)" = "$TRY" -a "$(field "$line" detached)" = 2 -a \
-	-n "$(printf '%s' "$line" | grep -F 'nodelay 1 (accepted)')" -a -z "$("$BPFQ" attached "$CG" setsockopt)"
+	-n "$(printf '%s' "$line" | grep -F "nodelay $TRY (accepted)")" -a -z "$("$BPFQ" attached "$CG" setsockopt)"
