@@ -2,8 +2,8 @@
 N requests (default 10), then "before=K" in OUTFILE (K: those over 30 ms: the stall is a 40 ms delayed ACK, and a loaded machine makes a cured request 20 ms now and then); then, each
 time GOFILE exists (at most 10 s each), it is removed and N more go: "after=K" and
 "nodelay=V" (the server's TCP_NODELAY, as its last answer said) appended; 3 times at most
-(tests/lib.sh kaget_again: a try of cured_within each), until GOFILE says "end".  Each request is one write; each
-answer is read in full.  HOST: 127.0.0.1 unless given (::1)."""
+(tests/lib.sh kaget_again: a try of cured_within each), until GOFILE says "end".  Each
+request is one write; each answer is read in full.  HOST: 127.0.0.1 unless given (::1)."""
 import os, socket, sys, time
 
 port, go, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
