@@ -74,16 +74,28 @@ check cgroup_hold.stall_without "NODELAY after its reset: $(grep '^CONN' "$TMP/p
 	-n "$(grep '^CONN nodelay=0 set=0' "$TMP/plain.out")" -a "${plain_over:-0}" -ge $((REQS / 2))
 
 # ---- under --cgroup --nodelay, IPv4 and IPv6: held, not stalled, counted and said
-for fam in 4 6; do
-	rs held$fam "$CLI" --cgroup --nodelay -- "$RS" -$fam -n 1 -t 20
-	hooks=$(hook_of "$TMP/held$fam.err")
-	over=$(kc held$fam $fam)
+# held FAM: the server under --cgroup --nodelay, REQS requests on one connection; OVER those
+# over 30 ms, HELD_KC its client's file.  The first try's run is held$FAM, which every check
+# below reads; another (over 2 of REQS: tests/lib.sh cured_within) is held$FAM.TRY, counted
+held() {
+	_h=held$1
+	[ "$TRY" = 1 ] || _h=held$1.$TRY
+	rs "$_h" "$CLI" --cgroup --nodelay -- "$RS" "-$1" -n 1 -t 20
+	[ "$TRY" = 1 ] && hooks=$(hook_of "$TMP/$_h.err")
+	OVER=$(kc "$_h" "$1")
+	HELD_KC=$TMP/$_h.kc
 	wait $RS_PID
-	rc=$?
+	_hrc=$?
+	[ "$TRY" = 1 ] && rc=$_hrc
+	return 0
+}
+for fam in 4 6; do
+	cured_within cgroup_hold_v$fam.not_stalled 2 held $fam
+	over=$OVER
 	echo "INFO cgroup_hold_v$fam: requests over 30 ms: plain $plain_over of $REQS, --cgroup --nodelay ${over:-?} of $REQS"
 	check cgroup_hold_v$fam.nodelay_after_reset "$(grep -E '^(CONN|DONE)' "$TMP/held$fam.out" | tr '\n' ' ') status $rc: $(grep -v 'event=' "$TMP/held$fam.err" | head -c 300)" \
 		-n "$(grep '^CONN nodelay=1 set=0' "$TMP/held$fam.out")" -a "$rc" = 0
-	check cgroup_hold_v$fam.not_stalled "$(cat "$TMP/held$fam.kc") (want at most 2 of $REQS over 30 ms; plain: $plain_over)" \
+	check cgroup_hold_v$fam.not_stalled "$(cat "$HELD_KC") (want at most 2 of $REQS over 30 ms; plain: $plain_over; tries: $TRIES)" \
 		-n "$over" -a "${over:-99}" -le 2
 	count=$(sed -n 's/.* event=app-override .* count=\([0-9]*\) .*/\1/p' "$TMP/held$fam.err" | tail -n 1)
 	check cgroup_hold_v$fam.override_said "log: $(grep 'event=app-override' "$TMP/held$fam.err" | head -c 400)" \
@@ -216,20 +228,25 @@ check cgroup_hold.lines_in_schema "$res" "$res" = ok
 
 # ---- attach --cgroup --nodelay on a running server's cgroup: the hook comes with it; its
 # count is said by detach (app_overrides_refused), read from the hook's map before it goes
+# (a connection again to the same server while over 2 of REQS are over 30 ms, 3 tries at
+# most: tests/lib.sh cured_within; it serves 3, and is stopped after: one reset refused each)
 cg_test_dir cgroup_hold_attach
-rs att sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -n 1 -t 20' sh "$CG" "$RS"
+rs att sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -n 3 -t 20' sh "$CG" "$RS"
 "$CLI" attach --cgroup --nodelay "$RS_PID" >"$TMP/attach.out" 2>"$TMP/attach.err"
 rc=$?
-over=$(kc att)
+att() { OVER=$(kc att); }
+cured_within cgroup_hold_attach.not_stalled 2 att
+over=$OVER
+kill $RS_PID 2>/dev/null
 wait $RS_PID
 echo "INFO cgroup_hold_attach: requests over 30 ms: plain $plain_over of $REQS, after attach --cgroup --nodelay ${over:-?} of $REQS"
 check cgroup_hold_attach.nodelay_after_reset "attach status $rc: $(grep -E '^(CONN|DONE)' "$TMP/att.out" | tr '\n' ' ') $(head -c 300 "$TMP/attach.err"); hook: $("$BPFQ" attached "$CG" setsockopt)" \
 	"$rc" = 0 -a -n "$(grep '^CONN nodelay=1 set=0' "$TMP/att.out")"
-check cgroup_hold_attach.not_stalled "$(cat "$TMP/att.kc") (want at most 2 of $REQS over 30 ms; plain: $plain_over)" \
+check cgroup_hold_attach.not_stalled "$(cat "$TMP/att.kc") (want at most 2 of $REQS over 30 ms; plain: $plain_over; tries: $TRIES)" \
 	-n "$over" -a "${over:-99}" -le 2
 "$CLI" detach "$CG" >"$TMP/det.out" 2>"$TMP/det.err"
 rc=$?
 line=$(grep 'event=cgroup_detach' "$TMP/det.out")
-check cgroup_hold_attach.override_said "status $rc: $line $(head -c 300 "$TMP/det.err")" \
-	"$rc" = 0 -a "$(field "$line" app_overrides_refused)" = 1 -a "$(field "$line" detached)" = 2 -a \
-	-n "$(printf '%s' "$line" | grep -F 'nodelay 1 (accepted)')" -a -z "$("$BPFQ" attached "$CG" setsockopt)"
+check cgroup_hold_attach.override_said "status $rc: $line $(head -c 300 "$TMP/det.err") (want $TRY refused: a connection a try)" \
+	"$rc" = 0 -a "$(field "$line" app_overrides_refused)" = "$TRY" -a "$(field "$line" detached)" = 2 -a \
+	-n "$(printf '%s' "$line" | grep -F "nodelay $TRY (accepted)")" -a -z "$("$BPFQ" attached "$CG" setsockopt)"

@@ -125,9 +125,15 @@ if api capped LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	(exec env PATH="$B:$PATH" sh -c "$again") >"$TMP/cured.out" 2>"$TMP/cured.err" &
 	cs=$!
 	busywait 5000 api_up
-	$PY "$TMP/jsonpost.py" "$PORT" 30 >"$TMP/cured.client" 2>&1
-	check doctor_stalls_capped_cured "'$again': $(cat "$TMP/cured.client") (before: $(cat "$TMP/capped.client")) $(grep -v '^socktune pid=' "$TMP/cured.err" | head -c 300)" \
-		-n "$again" -a "$(n_of "$TMP/cured.client")" = 30 -a "$(over_of "$TMP/cured.client")" -le 3 2>/dev/null
+	# (a new client again while over 3 of its 30 are over 30 ms, 3 tries at most:
+	# tests/lib.sh cured_within)
+	post() {
+		$PY "$TMP/jsonpost.py" "$PORT" 30 >"$TMP/cured.client" 2>&1
+		OVER=$(over_of "$TMP/cured.client")
+	}
+	cured_within doctor_stalls_capped_cured 3 post
+	check doctor_stalls_capped_cured "'$again': $(cat "$TMP/cured.client"), tries $TRIES (before: $(cat "$TMP/capped.client")) $(grep -v '^socktune pid=' "$TMP/cured.err" | head -c 300)" \
+		-n "$again" -a "$(n_of "$TMP/cured.client")" = 30 -a "$OVER" -le 3 2>/dev/null
 	for p in $(pgrep -P "$cs"); do kill "$p"; done # (the shell's child: the API)
 	kill "$cs" 2>/dev/null
 	wait "$cs" 2>/dev/null

@@ -1,7 +1,9 @@
 #!/bin/sh
 # TCP_QUICKACK re-armed after every receive: a keep-alive server whose client writes each
 # request in two small writes (Nagle on) waits for its own delayed ACK (~40 ms) on every
-# request; with SOCKTUNE_QUICKACK=1 it does not.  Counts of requests over 20 ms, not times.
+# request; with SOCKTUNE_QUICKACK=1 it does not.  Counts of requests over 20 ms, not times;
+# a count with QUICKACK over its bound (5 of 50) is taken again on a new server and connection,
+# 3 tries at most (tests/lib.sh cured_within: a loaded machine's slow try is not a stall).
 . "$(dirname "$0")/lib.sh"
 
 N=50
@@ -28,7 +30,8 @@ split() {
 for fam in 4 6; do
 	split before_v$fam "$fam" LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 -- -"$fam" || continue
 	before=$OVER before_res=$RES
-	split after_v$fam "$fam" LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -"$fam" || continue
+	cured_within quickack_after_v$fam 5 \
+		split after_v$fam "$fam" LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -"$fam" || continue
 	after=$OVER
 	echo "# v$fam without QUICKACK: $before_res"
 	echo "# v$fam with QUICKACK:    $RES"
@@ -37,14 +40,14 @@ for fam in 4 6; do
 	else
 		pass quickack_before_v$fam
 	fi
-	check quickack_after_v$fam "with QUICKACK $after of $N requests still over 20 ms ($RES)" "$after" -le 5
+	check quickack_after_v$fam "with QUICKACK $after of $N requests still over 20 ms ($RES; tries: $TRIES)" "$after" -le 5
 	check quickack_log_v$fam "listen line: $(log_line after_v$fam listen)" \
 		"$(field "$(log_line after_v$fam listen)" quickack)" = 1
 done
 
 # the other receive call: recv() instead of read() (the fortified build calls __recv_chk)
-split recv_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -R &&
-	check quickack_recv "with QUICKACK and recv(): $RES" "$OVER" -le 5
+cured_within quickack_recv 5 split recv_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -R &&
+	check quickack_recv "with QUICKACK and recv(): $RES; tries: $TRIES" "$OVER" -le 5
 # QUICKACK=0 is the kernel's behaviour: stalls like no variable at all
 split off_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=0 -- &&
 	if [ "$before" -ge 40 ]; then
@@ -53,10 +56,10 @@ split off_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=0 -- &&
 		skip quickack_off "no stall to compare with ($RES)"
 	fi
 # _FORTIFY_SOURCE builds call __read_chk / __recv_chk instead: the same re-arm
-split chk_read_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -F &&
-	check quickack_read_chk "with QUICKACK and __read_chk: $RES" "$OVER" -le 5
-split chk_recv_v6 6 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -6 -F -R &&
-	check quickack_recv_chk "with QUICKACK and __recv_chk: $RES" "$OVER" -le 5
+cured_within quickack_read_chk 5 split chk_read_v4 4 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -F &&
+	check quickack_read_chk "with QUICKACK and __read_chk: $RES; tries: $TRIES" "$OVER" -le 5
+cured_within quickack_recv_chk 5 split chk_recv_v6 6 LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- -6 -F -R &&
+	check quickack_recv_chk "with QUICKACK and __recv_chk: $RES; tries: $TRIES" "$OVER" -le 5
 
 # the other receive calls, through an unmodified python server: recvfrom, recvmsg, readv
 PYSRV='
@@ -80,13 +83,18 @@ while True:
         got += len(d)
     c.sendall(b"r" * 100)
 '
-for how in recvfrom recvmsg readv; do
-	n=py_$how
-	if ! start_server $n LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- timeout 20 "$PY" -c "$PYSRV" $how; then
-		fail quickack_$how "python server did not start: $(cat "$TMP/$n.err")"
-		continue
+# py_split HOW: the python server (it serves one connection) and N two-write requests; OVER,
+# RES as split's
+py_split() {
+	if ! start_server "py_$1" LD_PRELOAD="$LIB" SOCKTUNE_QUICKACK=1 -- timeout 20 "$PY" -c "$PYSRV" "$1"; then
+		fail "quickack_$1" "python server did not start: $(cat "$TMP/py_$1.err")"
+		return 1
 	fi
 	RES=$("$BIN/kaclient" split -n $N -q 100 -r 100 -T 15 127.0.0.1 "$SRV_PORT")
 	wait_server
-	check quickack_$how "with QUICKACK and $how: $RES" "$(kc_val "$RES" done)" = $N -a "$(kc_val "$RES" over)" -le 5
+	OVER=$(kc_val "$RES" over)
+}
+for how in recvfrom recvmsg readv; do
+	cured_within quickack_$how 5 py_split $how || continue
+	check quickack_$how "with QUICKACK and $how: $RES; tries: $TRIES" "$(kc_val "$RES" done)" = $N -a "$OVER" -le 5
 done
