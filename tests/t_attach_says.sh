@@ -115,9 +115,17 @@ if [ -x "$BB/bsrv" ] && $PY -c 'import socket; socket.socket().setsockopt(6, 46,
 		-n "$said" -a -n "$(grep 'event=attach-connection .*nodelay=1' "$TMP/pub.attach")"
 	fix=$(field "$said" fix.0)
 	PATH="$B:$PATH" sh -c "$fix" >"$TMP/fix.out" 2>&1
-	line=$(timeout 15 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 30)
-	check attach_nodelay_moved_stall_cured "'$fix' ($(tr '\n' ';' <"$TMP/fix.out")): a new client: $line" \
-		-n "$fix" -a "$(field "$line" n)" = 30 -a "$(field "$line" over)" -le 5 2>/dev/null
+	# the fix read back on the server's connection, and a new client, counted again when a
+	# loaded machine held it back (tests/lib.sh cured_within)
+	cure_try() {
+		line=$(timeout 15 "$BB/bcli" pubsub 127.0.0.1 "$MQ" 30)
+		[ "$(field "$line" n)" = 30 ] && OVER=$(field "$line" over)
+		:
+	}
+	cured_within attach_nodelay_moved_stall_cured 5 cure_try
+	check attach_nodelay_moved_stall_cured "'$fix' ($(tr '\n' ';' <"$TMP/fix.out")): a new client: $line (tries: $TRIES)" \
+		-n "$fix" -a -n "$(grep 'event=attach .*delack_max_us.effective=[0-9]' "$TMP/fix.out")" -a \
+		"$(field "$line" n)" = 30 -a "${OVER:-99}" -le 5
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null || : # (killed: not the script's status)
 else
