@@ -70,6 +70,28 @@ watched() {
 
 PYSRV="/usr/bin/python3 -m http.server -b 127.0.0.1"
 
+# A server tuned, or healthy, shows no finding but one: retransmits.  On loopback nothing is
+# lost, but on a loaded machine (a sanitizer build, other test files beside) the receiving
+# side can be off the CPU long enough to hold an ACK past the sender's retransmit timer
+# (200 ms at least): the timeout and its stall are real, so the finding is true, but no
+# setting of these servers makes or cures it.  Every other kind, those the cures address
+# among them, must be absent.
+# untuned FILE: the kinds of FILE's findings but retransmits, one a line
+untuned() {
+	kinds "$1" | grep -vx retransmits
+}
+# found FILE: its kinds on one line, and a retransmit finding's summary and evidence
+found() {
+	printf '%s' "$(kinds "$1" | tr '\n' ' ')"
+	kinds "$1" | grep -qx retransmits &&
+		printf '(retransmits: %s %s)' "$(finding "$1" retransmits summary)" "$(finding "$1" retransmits evidence)"
+}
+# status_tuned FILE: doctor's status when FILE's only finding is a tolerated one: 1 for a
+# retransmit timeout (a warning), else 0
+status_tuned() {
+	[ "$(finding "$1" retransmits severity)" = warning ] && echo 1 || echo 0
+}
+
 # ---- accept-queue-overflow: python's backlog of 5 under a burst of 300 connects ----
 run_burst() {
 	_n=$1
@@ -106,9 +128,10 @@ listeners.0.backlog.effective)" "$(json_get "$TMP/burst.json" listeners.0.backlo
 	check doctor_json_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
 fi
 if run_burst burst_tuned "$CLI" --backlog 4096 -- $PYSRV $PORT; then
-	check doctor_overflow_tuned "findings: $(kinds "$TMP/burst_tuned.json") (backlog $(json_get \
-		"$TMP/burst_tuned.json" listeners.0.backlog.effective); $(cat "$TMP/burst_tuned.client"))" \
-		-z "$(kinds "$TMP/burst_tuned.json")" -a "$(cat "$TMP/burst_tuned.rc")" = 0
+	check doctor_overflow_tuned "findings: $(found "$TMP/burst_tuned.json") (backlog $(json_get \
+		"$TMP/burst_tuned.json" listeners.0.backlog.effective); status $(cat "$TMP/burst_tuned.rc"); \
+$(cat "$TMP/burst_tuned.client"))" -z "$(untuned "$TMP/burst_tuned.json")" -a \
+		"$(cat "$TMP/burst_tuned.rc")" = "$(status_tuned "$TMP/burst_tuned.json")"
 fi
 
 # ---- earlier-overflow: the drops a burst leaves behind, seconds later ----
@@ -201,9 +224,9 @@ if run_ka nagle $PYSRV --protocol HTTP/1.1 $PORT; then
 	esac
 fi
 if run_ka nagle_tuned "$CLI" --nodelay -- $PYSRV --protocol HTTP/1.1 $PORT; then
-	check doctor_nagle_tuned "findings: $(kinds "$TMP/nagle_tuned.json"); nodelay on the \
+	check doctor_nagle_tuned "findings: $(found "$TMP/nagle_tuned.json"); nodelay on the \
 connection: $(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" \
-		-z "$(kinds "$TMP/nagle_tuned.json")" -a \
+		-z "$(untuned "$TMP/nagle_tuned.json")" -a \
 		"$(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" = True
 fi
 
@@ -296,8 +319,8 @@ $(json_get "$TMP/pub2.json" listeners.0.nodelay) ($(head -c 300 "$TMP/pub2.out")
 fi
 PUB_WANT=""
 if run_pub 1 pub_tuned LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_DELACK_MAX=5ms; then
-	check doctor_client_nagle_tuned "findings: $(kinds "$TMP/pub_tuned.json"); \
-$(cat "$TMP/pub_tuned.client")" -z "$(kinds "$TMP/pub_tuned.json")"
+	check doctor_client_nagle_tuned "findings: $(found "$TMP/pub_tuned.json"); \
+$(cat "$TMP/pub_tuned.client")" -z "$(untuned "$TMP/pub_tuned.json")"
 	kill "$SRV_PID" 2>/dev/null
 	wait "$SRV_PID" 2>/dev/null
 fi
@@ -318,9 +341,9 @@ run_split() {
 # (tuned first: the route fix applied below stays in the namespace)
 if run_split split_tuned LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	# (the connection was watched: its ato is the cap the listener gave it)
-	check doctor_split_tuned "findings: $(kinds "$TMP/split_tuned.json"); connection ato \
+	check doctor_split_tuned "findings: $(found "$TMP/split_tuned.json"); connection ato \
 $(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms) ms ($(cat "$TMP/split_tuned.client"))" \
-		-z "$(kinds "$TMP/split_tuned.json")" -a \
+		-z "$(untuned "$TMP/split_tuned.json")" -a \
 		"$(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms)" = 8.0
 fi
 if run_split split; then
@@ -339,8 +362,8 @@ if run_split split; then
 	route=$(finding "$TMP/split.json" delayed-ack-two-write fix | grep '^nsenter --net=/proc/[0-9]*/ns/net ip route change .*quickack 1$')
 	# (the server it named has gone: the same namespace, entered by its name)
 	if [ -n "$route" ] && $X sh -c "${route#nsenter --net=/proc/*/ns/net }" && run_split split_route; then
-		check doctor_split_route_cures "route: $route; findings after: $(kinds "$TMP/split_route.json")" \
-			-z "$(kinds "$TMP/split_route.json")" -a "$(json_get "$TMP/split_route.json" connections.count)" -ge 1
+		check doctor_split_route_cures "route: $route; findings after: $(found "$TMP/split_route.json")" \
+			-z "$(untuned "$TMP/split_route.json")" -a "$(json_get "$TMP/split_route.json" connections.count)" -ge 1
 	else
 		fail doctor_split_route_cures "no route fix applied: $(finding "$TMP/split.json" delayed-ack-two-write fix)"
 	fi
