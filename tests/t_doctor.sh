@@ -13,7 +13,7 @@ fi
 X="ip netns exec $NS"
 SECS=3
 BIG=$TMP/www/big
-# (sparse: no disk used; read at full speed on loopback it lasts about as long as the window)
+# (sparse: no disk used; at 2 MB/s a download of it outlasts any window here)
 mkdir -p "$TMP/www" && truncate -s 3G "$BIG"
 
 # server NAME CMD...: CMD in the namespace, listening on port 8000 (python's servers print
@@ -369,30 +369,42 @@ if run_split split; then
 	fi
 fi
 
-# ---- receive-window-limited: a download read slowly, and then at full speed ----
+# ---- receive-window-limited: a download read slowly, and one its server paces ----
+# Both at 2 MB/s.  Held back by the reader (curl --limit-rate), the server's sends wait for
+# the reader's window; paced by the server (--pacing-rate: SO_MAX_PACING_RATE), to a reader
+# that takes all it is given, they wait for the pace alone: the same rate, and the rule
+# tells where it comes from.  (A download at full speed on loopback is held by whichever
+# end is slower: on a loaded 2-core machine the reader, even niced to -10, and its window
+# then limited the server for real: CI saw this finding.)  The paced reader's window grew
+# to 1.8 MB here (the server's snd_wnd), most of a second of data at this rate; niced ahead
+# of other tests' loops, the reader is back well before it fills.
+# run_download NAME NICE RATE [WRAP...]: the big file served by python (started under WRAP),
+# read by curl at niceness NICE, at RATE bytes a second at most unless RATE is empty
 run_download() {
-	_n=$1 _rate=$2
-	server "$_n" $PYSRV -d "$TMP/www" $PORT || return 1
-	# (the fast reader ahead of the busy loops of a loaded machine: a reader starved of CPU
-	# is a slow one, and its window limits the server for real)
-	_nice=-10
-	[ -n "$_rate" ] && _nice=0
-	watched "$_n" $X nice -n $_nice curl -s --noproxy '*' \
+	_n=$1 _nice=$2 _rate=$3
+	shift 3
+	server "$_n" "$@" $PYSRV -d "$TMP/www" $PORT || return 1
+	watched "$_n" $X nice -n "$_nice" curl -s --noproxy '*' \
 		${_rate:+--limit-rate "$_rate"} -o /dev/null --max-time 8 "http://127.0.0.1:$PORT/big"
 	stop
 }
-if run_download slow 2M; then
+if run_download slow 0 2M; then
 	k=$(kinds "$TMP/slow.json")
 	check doctor_slow_found "findings: $k" "$(echo "$k" | grep -c '^receive-window-limited$')" = 1
 	share=$(finding "$TMP/slow.json" receive-window-limited evidence.share_pct)
 	check doctor_slow_share "share_pct=$share" "${share:-0}" -ge 50
 fi
-if run_download fast ""; then
-	# (the download was watched: a connection that sent)
-	check doctor_fast_healthy "findings: $(kinds "$TMP/fast.json"); connections \
-$(json_get "$TMP/fast.json" connections.count), busy $(json_get "$TMP/fast.json" connections.worst.0.busy_ms) ms" \
-		-z "$(kinds "$TMP/fast.json")" -a "$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a \
-		"$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)" -gt 0
+if run_download fast -10 "" "$CLI" --pacing-rate 2M --; then
+	# (the download was watched: a connection with data to send for 1 s of the window at
+	# least, as the slow one had: time enough for the rule's 0.5 s limited.  At full speed
+	# an idle machine's reader left it busy for 0.3-0.6 s only: no finding could come.)
+	busy=$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)
+	check doctor_fast_healthy "findings: $(found "$TMP/fast.json"); connections \
+$(json_get "$TMP/fast.json" connections.count), busy $busy ms, rwnd-limited \
+$(json_get "$TMP/fast.json" connections.worst.0.rwnd_limited_pct)%; the slow one's busy \
+$(json_get "$TMP/slow.json" connections.worst.0.busy_ms) ms" \
+		-z "$(untuned "$TMP/fast.json")" -a "$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a \
+		"${busy:-0}" -ge 1000
 fi
 
 # ---- the target forms, from inside the namespace; what a user without ptrace access sees ----
