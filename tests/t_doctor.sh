@@ -76,17 +76,23 @@ PYSRV="/usr/bin/python3 -m http.server -b 127.0.0.1"
 # (200 ms at least): the timeout and its stall are real, so the finding is true, but no
 # setting of these servers makes or cures it.  Every other kind, those the cures address
 # among them, must be absent.
-# untuned FILE: the kinds of FILE's findings but retransmits, one a line
-untuned() {
-	kinds "$1" | grep -vx retransmits
-}
 # found FILE: its kinds on one line, and a retransmit finding's summary and evidence
 found() {
 	printf '%s' "$(kinds "$1" | tr '\n' ' ')"
 	kinds "$1" | grep -qx retransmits &&
 		printf '(retransmits: %s %s)' "$(finding "$1" retransmits summary)" "$(finding "$1" retransmits evidence)"
 }
-# status_tuned FILE: doctor's status when FILE's only finding is a tolerated one: 1 for a
+# check_tuned NAME FILE WHAT [TEST-ARGS...]: NAME passes when FILE has no finding but
+# retransmits (one allowed is said on a line of its own) and the test(1) expression
+# TEST-ARGS holds; fails with FILE's findings and WHAT
+check_tuned() {
+	_ct=$1 _cf=$2 _cw=$3
+	shift 3
+	_co=$(kinds "$_cf" | grep -vx retransmits)
+	[ -z "$_co" ] && kinds "$_cf" | grep -qx retransmits && echo "# $_ct: allowed: $(found "$_cf")"
+	check "$_ct" "findings: $(found "$_cf"); $_cw" -z "$_co" ${1+-a} "$@"
+}
+# status_tuned FILE: doctor's status when FILE's only finding is an allowed one: 1 for a
 # retransmit timeout (a warning), else 0
 status_tuned() {
 	[ "$(finding "$1" retransmits severity)" = warning ] && echo 1 || echo 0
@@ -128,9 +134,9 @@ listeners.0.backlog.effective)" "$(json_get "$TMP/burst.json" listeners.0.backlo
 	check doctor_json_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
 fi
 if run_burst burst_tuned "$CLI" --backlog 4096 -- $PYSRV $PORT; then
-	check doctor_overflow_tuned "findings: $(found "$TMP/burst_tuned.json") (backlog $(json_get \
+	check_tuned doctor_overflow_tuned "$TMP/burst_tuned.json" "backlog $(json_get \
 		"$TMP/burst_tuned.json" listeners.0.backlog.effective); status $(cat "$TMP/burst_tuned.rc"); \
-$(cat "$TMP/burst_tuned.client"))" -z "$(untuned "$TMP/burst_tuned.json")" -a \
+$(cat "$TMP/burst_tuned.client")" \
 		"$(cat "$TMP/burst_tuned.rc")" = "$(status_tuned "$TMP/burst_tuned.json")"
 fi
 
@@ -224,9 +230,8 @@ if run_ka nagle $PYSRV --protocol HTTP/1.1 $PORT; then
 	esac
 fi
 if run_ka nagle_tuned "$CLI" --nodelay -- $PYSRV --protocol HTTP/1.1 $PORT; then
-	check doctor_nagle_tuned "findings: $(found "$TMP/nagle_tuned.json"); nodelay on the \
+	check_tuned doctor_nagle_tuned "$TMP/nagle_tuned.json" "nodelay on the \
 connection: $(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" \
-		-z "$(untuned "$TMP/nagle_tuned.json")" -a \
 		"$(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" = True
 fi
 
@@ -319,8 +324,7 @@ $(json_get "$TMP/pub2.json" listeners.0.nodelay) ($(head -c 300 "$TMP/pub2.out")
 fi
 PUB_WANT=""
 if run_pub 1 pub_tuned LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_DELACK_MAX=5ms; then
-	check doctor_client_nagle_tuned "findings: $(found "$TMP/pub_tuned.json"); \
-$(cat "$TMP/pub_tuned.client")" -z "$(untuned "$TMP/pub_tuned.json")"
+	check_tuned doctor_client_nagle_tuned "$TMP/pub_tuned.json" "$(cat "$TMP/pub_tuned.client")"
 	kill "$SRV_PID" 2>/dev/null
 	wait "$SRV_PID" 2>/dev/null
 fi
@@ -341,9 +345,8 @@ run_split() {
 # (tuned first: the route fix applied below stays in the namespace)
 if run_split split_tuned LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	# (the connection was watched: its ato is the cap the listener gave it)
-	check doctor_split_tuned "findings: $(found "$TMP/split_tuned.json"); connection ato \
+	check_tuned doctor_split_tuned "$TMP/split_tuned.json" "connection ato \
 $(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms) ms ($(cat "$TMP/split_tuned.client"))" \
-		-z "$(untuned "$TMP/split_tuned.json")" -a \
 		"$(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms)" = 8.0
 fi
 if run_split split; then
@@ -362,8 +365,8 @@ if run_split split; then
 	route=$(finding "$TMP/split.json" delayed-ack-two-write fix | grep '^nsenter --net=/proc/[0-9]*/ns/net ip route change .*quickack 1$')
 	# (the server it named has gone: the same namespace, entered by its name)
 	if [ -n "$route" ] && $X sh -c "${route#nsenter --net=/proc/*/ns/net }" && run_split split_route; then
-		check doctor_split_route_cures "route: $route; findings after: $(found "$TMP/split_route.json")" \
-			-z "$(untuned "$TMP/split_route.json")" -a "$(json_get "$TMP/split_route.json" connections.count)" -ge 1
+		check_tuned doctor_split_route_cures "$TMP/split_route.json" "route: $route" \
+			"$(json_get "$TMP/split_route.json" connections.count)" -ge 1
 	else
 		fail doctor_split_route_cures "no route fix applied: $(finding "$TMP/split.json" delayed-ack-two-write fix)"
 	fi
@@ -399,12 +402,13 @@ if run_download fast -10 "" "$CLI" --pacing-rate 2M --; then
 	# least, as the slow one had: time enough for the rule's 0.5 s limited.  At full speed
 	# an idle machine's reader left it busy for 0.3-0.6 s only: no finding could come.)
 	busy=$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)
-	check doctor_fast_healthy "findings: $(found "$TMP/fast.json"); connections \
-$(json_get "$TMP/fast.json" connections.count), busy $busy ms, rwnd-limited \
-$(json_get "$TMP/fast.json" connections.worst.0.rwnd_limited_pct)%; the slow one's busy \
-$(json_get "$TMP/slow.json" connections.worst.0.busy_ms) ms" \
-		-z "$(untuned "$TMP/fast.json")" -a "$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a \
-		"${busy:-0}" -ge 1000
+	what="connections $(json_get "$TMP/fast.json" connections.count), busy $busy ms, \
+rwnd-limited $(json_get "$TMP/fast.json" connections.worst.0.rwnd_limited_pct)%; the slow one's \
+busy $(json_get "$TMP/slow.json" connections.worst.0.busy_ms) ms, rwnd-limited \
+$(json_get "$TMP/slow.json" connections.worst.0.rwnd_limited_pct)%"
+	echo "# download at 2 MB/s, paced by the server: $what"
+	check_tuned doctor_fast_healthy "$TMP/fast.json" "$what" \
+		"$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a "${busy:-0}" -ge 1000
 fi
 
 # ---- the target forms, from inside the namespace; what a user without ptrace access sees ----
