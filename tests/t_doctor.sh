@@ -400,7 +400,8 @@ fi
 if run_download fast -10 "" "$CLI" --pacing-rate 2M --; then
 	# (the download was watched: a connection with data to send for 1 s of the window at
 	# least, as the slow one had: time enough for the rule's 0.5 s limited.  At full speed
-	# an idle machine's reader left it busy for 0.3-0.6 s only: no finding could come.)
+	# an idle machine's reader left the server busy 0.3-0.6 s in all: the check could
+	# hardly fail.)
 	busy=$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)
 	what="connections $(json_get "$TMP/fast.json" connections.count), busy $busy ms, \
 rwnd-limited $(json_get "$TMP/fast.json" connections.worst.0.rwnd_limited_pct)%; the slow one's \
