@@ -13,7 +13,7 @@ fi
 X="ip netns exec $NS"
 SECS=3
 BIG=$TMP/www/big
-# (sparse: no disk used; read at full speed on loopback it lasts about as long as the window)
+# (sparse: no disk used; at 2 MB/s a download of it outlasts any window here)
 mkdir -p "$TMP/www" && truncate -s 3G "$BIG"
 
 # server NAME CMD...: CMD in the namespace, listening on port 8000 (python's servers print
@@ -70,6 +70,34 @@ watched() {
 
 PYSRV="/usr/bin/python3 -m http.server -b 127.0.0.1"
 
+# A server tuned, or healthy, shows no finding but one: retransmits.  On loopback nothing is
+# lost, but on a loaded machine (a sanitizer build, other test files beside) the receiving
+# side can be off the CPU long enough to hold an ACK past the sender's retransmit timer
+# (200 ms at least): the timeout and its stall are real, so the finding is true, but no
+# setting of these servers makes or cures it.  Every other kind, those the cures address
+# among them, must be absent.
+# found FILE: its kinds on one line, and a retransmit finding's summary and evidence
+found() {
+	printf '%s' "$(kinds "$1" | tr '\n' ' ')"
+	kinds "$1" | grep -qx retransmits &&
+		printf '(retransmits: %s %s)' "$(finding "$1" retransmits summary)" "$(finding "$1" retransmits evidence)"
+}
+# check_tuned NAME FILE WHAT [TEST-ARGS...]: NAME passes when FILE has no finding but
+# retransmits (one allowed is said on a line of its own) and the test(1) expression
+# TEST-ARGS holds; fails with FILE's findings and WHAT
+check_tuned() {
+	_ct=$1 _cf=$2 _cw=$3
+	shift 3
+	_co=$(kinds "$_cf" | grep -vx retransmits)
+	[ -z "$_co" ] && kinds "$_cf" | grep -qx retransmits && echo "# $_ct: allowed: $(found "$_cf")"
+	check "$_ct" "findings: $(found "$_cf"); $_cw" -z "$_co" ${1+-a} "$@"
+}
+# status_tuned FILE: doctor's status when FILE's only finding is an allowed one: 1 for a
+# retransmit timeout (a warning), else 0
+status_tuned() {
+	[ "$(finding "$1" retransmits severity)" = warning ] && echo 1 || echo 0
+}
+
 # ---- accept-queue-overflow: python's backlog of 5 under a burst of 300 connects ----
 run_burst() {
 	_n=$1
@@ -106,9 +134,10 @@ listeners.0.backlog.effective)" "$(json_get "$TMP/burst.json" listeners.0.backlo
 	check doctor_json_schema "keys not in socktune --schema: ${bad:-none}" -z "$bad"
 fi
 if run_burst burst_tuned "$CLI" --backlog 4096 -- $PYSRV $PORT; then
-	check doctor_overflow_tuned "findings: $(kinds "$TMP/burst_tuned.json") (backlog $(json_get \
-		"$TMP/burst_tuned.json" listeners.0.backlog.effective); $(cat "$TMP/burst_tuned.client"))" \
-		-z "$(kinds "$TMP/burst_tuned.json")" -a "$(cat "$TMP/burst_tuned.rc")" = 0
+	check_tuned doctor_overflow_tuned "$TMP/burst_tuned.json" "backlog $(json_get \
+		"$TMP/burst_tuned.json" listeners.0.backlog.effective); status $(cat "$TMP/burst_tuned.rc"); \
+$(cat "$TMP/burst_tuned.client")" \
+		"$(cat "$TMP/burst_tuned.rc")" = "$(status_tuned "$TMP/burst_tuned.json")"
 fi
 
 # ---- earlier-overflow: the drops a burst leaves behind, seconds later ----
@@ -201,9 +230,8 @@ if run_ka nagle $PYSRV --protocol HTTP/1.1 $PORT; then
 	esac
 fi
 if run_ka nagle_tuned "$CLI" --nodelay -- $PYSRV --protocol HTTP/1.1 $PORT; then
-	check doctor_nagle_tuned "findings: $(kinds "$TMP/nagle_tuned.json"); nodelay on the \
+	check_tuned doctor_nagle_tuned "$TMP/nagle_tuned.json" "nodelay on the \
 connection: $(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" \
-		-z "$(kinds "$TMP/nagle_tuned.json")" -a \
 		"$(json_get "$TMP/nagle_tuned.json" connections.worst.0.nodelay)" = True
 fi
 
@@ -296,8 +324,7 @@ $(json_get "$TMP/pub2.json" listeners.0.nodelay) ($(head -c 300 "$TMP/pub2.out")
 fi
 PUB_WANT=""
 if run_pub 1 pub_tuned LD_PRELOAD="$LIB" SOCKTUNE_NODELAY=1 SOCKTUNE_DELACK_MAX=5ms; then
-	check doctor_client_nagle_tuned "findings: $(kinds "$TMP/pub_tuned.json"); \
-$(cat "$TMP/pub_tuned.client")" -z "$(kinds "$TMP/pub_tuned.json")"
+	check_tuned doctor_client_nagle_tuned "$TMP/pub_tuned.json" "$(cat "$TMP/pub_tuned.client")"
 	kill "$SRV_PID" 2>/dev/null
 	wait "$SRV_PID" 2>/dev/null
 fi
@@ -318,9 +345,8 @@ run_split() {
 # (tuned first: the route fix applied below stays in the namespace)
 if run_split split_tuned LD_PRELOAD="$LIB" SOCKTUNE_DELACK_MAX=5ms; then
 	# (the connection was watched: its ato is the cap the listener gave it)
-	check doctor_split_tuned "findings: $(kinds "$TMP/split_tuned.json"); connection ato \
+	check_tuned doctor_split_tuned "$TMP/split_tuned.json" "connection ato \
 $(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms) ms ($(cat "$TMP/split_tuned.client"))" \
-		-z "$(kinds "$TMP/split_tuned.json")" -a \
 		"$(json_get "$TMP/split_tuned.json" connections.worst.0.ato_ms)" = 8.0
 fi
 if run_split split; then
@@ -339,37 +365,51 @@ if run_split split; then
 	route=$(finding "$TMP/split.json" delayed-ack-two-write fix | grep '^nsenter --net=/proc/[0-9]*/ns/net ip route change .*quickack 1$')
 	# (the server it named has gone: the same namespace, entered by its name)
 	if [ -n "$route" ] && $X sh -c "${route#nsenter --net=/proc/*/ns/net }" && run_split split_route; then
-		check doctor_split_route_cures "route: $route; findings after: $(kinds "$TMP/split_route.json")" \
-			-z "$(kinds "$TMP/split_route.json")" -a "$(json_get "$TMP/split_route.json" connections.count)" -ge 1
+		check_tuned doctor_split_route_cures "$TMP/split_route.json" "route: $route" \
+			"$(json_get "$TMP/split_route.json" connections.count)" -ge 1
 	else
 		fail doctor_split_route_cures "no route fix applied: $(finding "$TMP/split.json" delayed-ack-two-write fix)"
 	fi
 fi
 
-# ---- receive-window-limited: a download read slowly, and then at full speed ----
+# ---- receive-window-limited: a download read slowly, and one its server paces ----
+# Both at 2 MB/s.  Held back by the reader (curl --limit-rate), the server's sends wait for
+# the reader's window; paced by the server (--pacing-rate: SO_MAX_PACING_RATE), to a reader
+# that takes all it is given, they wait for the pace alone: the same rate, and the rule
+# tells where it comes from.  (A download at full speed on loopback is held by whichever
+# end is slower: on a loaded 2-core machine the reader, even niced to -10, and its window
+# then limited the server for real: CI saw this finding.)  The paced reader's window grew
+# to 1.8 MB here (the server's snd_wnd), most of a second of data at this rate; niced ahead
+# of other tests' loops, the reader is back well before it fills.
+# run_download NAME NICE RATE [WRAP...]: the big file served by python (started under WRAP),
+# read by curl at niceness NICE, at RATE bytes a second at most unless RATE is empty
 run_download() {
-	_n=$1 _rate=$2
-	server "$_n" $PYSRV -d "$TMP/www" $PORT || return 1
-	# (the fast reader ahead of the busy loops of a loaded machine: a reader starved of CPU
-	# is a slow one, and its window limits the server for real)
-	_nice=-10
-	[ -n "$_rate" ] && _nice=0
-	watched "$_n" $X nice -n $_nice curl -s --noproxy '*' \
+	_n=$1 _nice=$2 _rate=$3
+	shift 3
+	server "$_n" "$@" $PYSRV -d "$TMP/www" $PORT || return 1
+	watched "$_n" $X nice -n "$_nice" curl -s --noproxy '*' \
 		${_rate:+--limit-rate "$_rate"} -o /dev/null --max-time 8 "http://127.0.0.1:$PORT/big"
 	stop
 }
-if run_download slow 2M; then
+if run_download slow 0 2M; then
 	k=$(kinds "$TMP/slow.json")
 	check doctor_slow_found "findings: $k" "$(echo "$k" | grep -c '^receive-window-limited$')" = 1
 	share=$(finding "$TMP/slow.json" receive-window-limited evidence.share_pct)
 	check doctor_slow_share "share_pct=$share" "${share:-0}" -ge 50
 fi
-if run_download fast ""; then
-	# (the download was watched: a connection that sent)
-	check doctor_fast_healthy "findings: $(kinds "$TMP/fast.json"); connections \
-$(json_get "$TMP/fast.json" connections.count), busy $(json_get "$TMP/fast.json" connections.worst.0.busy_ms) ms" \
-		-z "$(kinds "$TMP/fast.json")" -a "$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a \
-		"$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)" -gt 0
+if run_download fast -10 "" "$CLI" --pacing-rate 2M --; then
+	# (the download was watched: a connection with data to send for 1 s of the window at
+	# least, as the slow one had: time enough for the rule's 0.5 s limited.  At full speed
+	# an idle machine's reader left the server busy 0.3-0.6 s in all: the check could
+	# hardly fail.)
+	busy=$(json_get "$TMP/fast.json" connections.worst.0.busy_ms | cut -d. -f1)
+	what="connections $(json_get "$TMP/fast.json" connections.count), busy $busy ms, \
+rwnd-limited $(json_get "$TMP/fast.json" connections.worst.0.rwnd_limited_pct)%; the slow one's \
+busy $(json_get "$TMP/slow.json" connections.worst.0.busy_ms) ms, rwnd-limited \
+$(json_get "$TMP/slow.json" connections.worst.0.rwnd_limited_pct)%"
+	echo "# download at 2 MB/s, paced by the server: $what"
+	check_tuned doctor_fast_healthy "$TMP/fast.json" "$what" \
+		"$(json_get "$TMP/fast.json" connections.count)" -ge 1 -a "${busy:-0}" -ge 1000
 fi
 
 # ---- the target forms, from inside the namespace; what a user without ptrace access sees ----
