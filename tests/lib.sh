@@ -458,8 +458,8 @@ nodelay_of() {
 # ka_conn PORT SECONDS [N]: kaclient's keep-alive GETs, one connection, to the HTTP/1.1 server
 # on 127.0.0.1:PORT in the background for SECONDS or N GETs (default 100000) at most, the
 # first to come (its pid in KC, its lines in $TMP/kc.out; once NODELAY is set, http.server
-# answered 20,000 in 14 s on a loaded machine); then CP, the client's port of that connection once it is
-# established (5 s at most; status 1 when it is not)
+# answered 20,000 in 14 s on a loaded machine); then CP, the client's port of that
+# connection once it is established (5 s at most; status 1 when it is not)
 ka_conn() {
 	"$BIN/kaclient" http -n "${3:-100000}" -T "$2" 127.0.0.1 "$1" >"$TMP/kc.out" 2>&1 &
 	KC=$!
